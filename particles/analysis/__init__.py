@@ -1,0 +1,73 @@
+"""Analysis of trajectories: clusters, merges, histograms, scalars.
+
+Every analysis object follows one convention (after freud): settings in the
+constructor, ``compute(...)`` returns ``self``, results are attributes that
+raise :class:`NotComputedError` until computed::
+
+    ClusterDetector(eps=0.05).compute(x).labels
+    MergeAnalysis(eps=0.05, min_decades=1.0).compute(traj).formation_time
+    InnerProductHistogram(bins=50).compute(x, reset=False).counts
+    Scalars(beta=9.0).compute(x).energy_normalized
+
+:func:`analyze` runs all of them over a trajectory; :func:`analyze_file`
+does it for a trajectory file and stores the results in its ``/analysis``
+group (layout in :mod:`particles.analysis.report`).
+"""
+
+from particles.analysis._base import NotComputedError
+from particles.analysis.clusters import (
+    METHODS,
+    ClusterDetector,
+    cluster_sizes_centers,
+    single_linkage_labels,
+)
+from particles.analysis.components import DEFAULT_EPS, component_labels, count_clusters
+from particles.analysis.histograms import InnerProductHistogram, pair_histogram
+from particles.analysis.merges import (
+    MergeAnalysis,
+    Plateau,
+    Timescales,
+    find_plateaus,
+    find_timescales,
+)
+from particles.analysis.report import (
+    ANALYSIS_GROUP,
+    AnalysisResult,
+    analyze,
+    analyze_file,
+    read_analysis,
+    write_analysis,
+)
+from particles.analysis.scalars import Scalars, close_pair_fraction, span_dimension
+from particles.analysis.tracking import MergeEvent, MergeTree, SplitEvent, track_labels
+
+__all__ = [
+    "ANALYSIS_GROUP",
+    "DEFAULT_EPS",
+    "METHODS",
+    "AnalysisResult",
+    "ClusterDetector",
+    "InnerProductHistogram",
+    "MergeAnalysis",
+    "MergeEvent",
+    "MergeTree",
+    "NotComputedError",
+    "Plateau",
+    "Scalars",
+    "SplitEvent",
+    "Timescales",
+    "analyze",
+    "analyze_file",
+    "close_pair_fraction",
+    "cluster_sizes_centers",
+    "component_labels",
+    "count_clusters",
+    "find_plateaus",
+    "find_timescales",
+    "pair_histogram",
+    "read_analysis",
+    "single_linkage_labels",
+    "span_dimension",
+    "track_labels",
+    "write_analysis",
+]

@@ -1,0 +1,299 @@
+"""Validated, frozen simulation configuration.
+
+:class:`SimulationConfig` is built once, checked once (every bad value raises
+``ValueError`` naming the argument and what is allowed), and then passed
+around unchanged.  It round-trips through JSON (:meth:`to_dict` /
+:meth:`from_dict`) so every output file records the full resolved run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: initial conditions that need no file; ``cap`` and ``vmf`` take ``:PARAM``.
+INITS: dict[str, str] = {
+    "uniform": "i.i.d. uniform on the sphere",
+    "orthogonal": "Haar-random orthonormal tokens (n <= d)",
+    "equispaced": "equispaced on the circle (d = 2)",
+    "cap": "uniform on a spherical cap of geodesic radius EPS (cap:EPS)",
+    "vmf": "von Mises-Fisher around e_1 with concentration KAPPA (vmf:KAPPA)",
+    "array": "given positions x0",
+}
+
+#: named matrices accepted for Q, K, V.
+NAMED_MATRICES = ("identity", "minus_identity")
+
+USA_SCALES = ("n", "n_exp_beta")
+
+#: above this exponent e^x overflows float64.
+_MAX_EXP = 700.0
+
+
+def _fail(name: str, allowed: str, got: Any) -> None:
+    raise ValueError(f"{name} must be {allowed}, got {got!r}")
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        _fail(name, f"an integer >= {minimum}", value)
+    return int(value)
+
+
+def _check_float(name: str, value: Any, *, minimum: float, strict: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        _fail(name, "a number", value)
+    if isinstance(value, bool) or not math.isfinite(v) or v < minimum or (strict and v == minimum):
+        _fail(name, f"a finite number {'>' if strict else '>='} {minimum:g}", value)
+    return v
+
+
+def _check_choice(name: str, value: Any, choices) -> str:
+    if value not in choices:
+        _fail(name, "one of " + ", ".join(repr(c) for c in choices), value)
+    return value
+
+
+def parse_init(init: str) -> tuple[str, float | None]:
+    """Split ``"cap:0.3"`` into ``("cap", 0.3)``; ``"uniform"`` into ``("uniform", None)``."""
+    if not isinstance(init, str):
+        _fail("init", "one of " + ", ".join(INITS), init)
+    name, _, arg = init.partition(":")
+    if name not in INITS:
+        _fail("init", "one of " + ", ".join(INITS) + " (cap:EPS, vmf:KAPPA)", init)
+    if name in ("cap", "vmf"):
+        if not arg:
+            _fail("init", f"'{name}:VALUE' with a number", init)
+        try:
+            value = float(arg)
+        except ValueError:
+            _fail("init", f"'{name}:VALUE' with a number", init)
+        if name == "cap" and not 0 < value <= math.pi:
+            _fail("init", "'cap:EPS' with 0 < EPS <= pi", init)
+        if name == "vmf" and not (math.isfinite(value) and value >= 0):
+            _fail("init", "'vmf:KAPPA' with KAPPA >= 0", init)
+        return name, value
+    if arg:
+        _fail("init", f"'{name}' without a parameter", init)
+    return name, None
+
+
+def _freeze_matrix(name: str, value: Any, d: int) -> str | tuple:
+    if value is None:
+        return "identity"
+    if isinstance(value, str):
+        _check_choice(name, value, NAMED_MATRICES)
+        return value
+    a = np.asarray(value, dtype=np.float64)
+    if a.shape != (d, d):
+        _fail(name, f"a ({d}, {d}) matrix or one of {NAMED_MATRICES}", f"array of shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        _fail(name, "a finite matrix", "a matrix with NaN or inf")
+    return tuple(tuple(float(x) for x in row) for row in a)
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Everything that defines a run.
+
+    Parameters
+    ----------
+    n, d : int
+        Number of tokens and ambient dimension (tokens live on S^{d-1}).
+    beta : float
+        Inverse temperature, ``0 <= beta <= 1e4``.
+    model : str
+        Key of :data:`particles.fields.MODELS` (``"sa"``, ``"usa"``).
+    kernel : str
+        Attention kernel, key of :data:`particles.fields.KERNELS`.
+    usa_scale : {"n", "n_exp_beta"}
+        USA normalisation: ``1/n`` or ``e^{-beta}/n`` (time change).
+    integrator : str
+        Key of :data:`particles.integrators.INTEGRATORS`.
+    dt : float
+        Step size (initial step for adaptive integrators).
+    T : float
+        Final time.
+    save_every : int
+        Steps between saved frames (adaptive: frames every ``save_every * dt``).
+    save_times : tuple of float, optional
+        Explicit increasing output times in ``[0, T]``; overrides ``save_every``.
+    batch : int, optional
+        Number of independent systems (ensemble); None for one system.
+    seed : int, optional
+        Root seed; None draws fresh entropy, recorded by :meth:`resolved`.
+    init : str
+        Initial condition (see :data:`INITS`).
+    Q, K, V : str or tuple of tuples
+        ``"identity"``, ``"minus_identity"`` or a d-by-d matrix.
+    masses : tuple of float, optional
+        Token masses ``m_j > 0`` (ones when None).
+    rtol, atol : float
+        Tolerances of adaptive integrators.
+    max_steps : int
+        Upper bound on the steps of one run (guards adaptive runs that stall).
+    """
+
+    n: int
+    d: int
+    beta: float
+    model: str = "sa"
+    kernel: str = "edp"
+    usa_scale: str = "n"
+    integrator: str = "rk4"
+    dt: float = 0.01
+    T: float = 10.0
+    save_every: int = 10
+    save_times: tuple[float, ...] | None = None
+    batch: int | None = None
+    seed: int | None = None
+    init: str = "uniform"
+    Q: Any = "identity"
+    K: Any = "identity"
+    V: Any = "identity"
+    masses: tuple[float, ...] | None = None
+    rtol: float = 1e-6
+    atol: float = 1e-9
+    max_steps: int = 10**9
+
+    def __post_init__(self) -> None:
+        from particles.fields import KERNELS, MODELS
+        from particles.integrators import INTEGRATORS
+
+        set_ = object.__setattr__
+        set_(self, "n", _check_int("n", self.n, 1))
+        set_(self, "d", _check_int("d", self.d, 2))
+        set_(self, "beta", _check_float("beta", self.beta, minimum=0.0))
+        if self.beta > 1e4:
+            _fail("beta", "a finite number in [0, 1e4]", self.beta)
+        _check_choice("model", self.model, tuple(MODELS))
+        _check_choice("kernel", self.kernel, tuple(KERNELS))
+        _check_choice("usa_scale", self.usa_scale, USA_SCALES)
+        _check_choice("integrator", self.integrator, tuple(INTEGRATORS))
+        set_(self, "dt", _check_float("dt", self.dt, minimum=0.0, strict=True))
+        set_(self, "T", _check_float("T", self.T, minimum=0.0))
+        set_(self, "save_every", _check_int("save_every", self.save_every, 1))
+        if self.save_times is not None:
+            try:
+                st = np.asarray(self.save_times, dtype=np.float64).ravel()
+            except (TypeError, ValueError):
+                _fail("save_times", "a sequence of numbers", self.save_times)
+            if st.size == 0 or not np.all(np.isfinite(st)) or np.any(np.diff(st) <= 0):
+                _fail("save_times", "a non-empty strictly increasing sequence of finite times",
+                      self.save_times)
+            if st[0] < 0 or st[-1] > self.T * (1 + 1e-12):
+                _fail("save_times", f"times in [0, T] = [0, {self.T:g}]", self.save_times)
+            set_(self, "save_times", tuple(float(t) for t in st))
+        if self.batch is not None:
+            set_(self, "batch", _check_int("batch", self.batch, 1))
+        if self.seed is not None:
+            set_(self, "seed", _check_int("seed", self.seed, 0))
+        name, _ = parse_init(self.init)
+        if name == "orthogonal" and self.n > self.d:
+            _fail("init", f"not 'orthogonal' when n > d (n={self.n}, d={self.d}); "
+                  "orthonormal tokens need n <= d", self.init)
+        if name == "equispaced" and self.d != 2:
+            _fail("init", f"not 'equispaced' when d != 2 (d={self.d})", self.init)
+        for m in ("Q", "K", "V"):
+            set_(self, m, _freeze_matrix(m, getattr(self, m), self.d))
+        if self.masses is not None:
+            w = np.asarray(self.masses, dtype=np.float64).ravel()
+            if w.shape != (self.n,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+                _fail("masses", f"{self.n} finite positive numbers", self.masses)
+            set_(self, "masses", tuple(float(x) for x in w))
+        set_(self, "rtol", _check_float("rtol", self.rtol, minimum=0.0, strict=True))
+        set_(self, "atol", _check_float("atol", self.atol, minimum=0.0, strict=True))
+        set_(self, "max_steps", _check_int("max_steps", self.max_steps, 1))
+        if self.model == "usa":
+            # USA weights are exp(beta <q, k> - c) / n; their largest value must be finite
+            shift = self.beta if self.usa_scale == "n_exp_beta" else 0.0
+            reach = self.beta * self.qk_norm() - shift
+            if reach > _MAX_EXP:
+                hint = ("use usa_scale='n_exp_beta'" if self.usa_scale == "n"
+                        else "scale Q or K down")
+                _fail("beta", f"small enough that USA weights exp(beta*||Q^T K|| - c) stay "
+                      f"finite (beta*||Q^T K|| - c = {reach:.4g} > {_MAX_EXP:g}); {hint}",
+                      self.beta)
+
+    # ----------------------------------------------------------------- views
+    def matrix(self, name: str) -> np.ndarray:
+        """The matrix ``Q``, ``K`` or ``V`` as an array of shape (d, d)."""
+        value = getattr(self, name)
+        if value == "identity":
+            return np.eye(self.d)
+        if value == "minus_identity":
+            return -np.eye(self.d)
+        return np.array(value, dtype=np.float64)
+
+    def mass_array(self) -> np.ndarray:
+        """Token masses, shape (n,)."""
+        if self.masses is None:
+            return np.ones(self.n)
+        return np.array(self.masses, dtype=np.float64)
+
+    def qk_norm(self) -> float:
+        """Spectral norm of ``Q^T K`` (1 for the identity): the score range is ``beta`` times it."""
+        return float(np.linalg.norm(self.matrix("Q").T @ self.matrix("K"), 2))
+
+    def output_times(self) -> np.ndarray:
+        """Times of the saved frames, shape (frames,), always starting at 0."""
+        if self.save_times is not None:
+            st = np.asarray(self.save_times)
+            return st if st[0] == 0.0 else np.concatenate([[0.0], st])
+        interval = self.save_every * self.dt
+        k = math.floor(self.T / interval + 1e-9)
+        times = interval * np.arange(k + 1)
+        if self.T - times[-1] > 1e-9 * max(1.0, self.T):
+            times = np.append(times, self.T)
+        return times
+
+    # ----------------------------------------------------------- resolution
+    def resolved(self) -> SimulationConfig:
+        """A copy with a concrete seed (fresh entropy when ``seed`` is None)."""
+        if self.seed is not None:
+            return self
+        return dataclasses.replace(self, seed=int(np.random.SeedSequence().entropy))
+
+    def replace(self, **changes: Any) -> SimulationConfig:
+        """A validated copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    # ---------------------------------------------------------------- JSON
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict of every field."""
+        out = dataclasses.asdict(self)
+        for key in ("Q", "K", "V"):
+            if isinstance(out[key], tuple):
+                out[key] = [list(row) for row in out[key]]
+        for key in ("save_times", "masses"):
+            if out[key] is not None:
+                out[key] = list(out[key])
+        return out
+
+    def to_json(self) -> str:
+        """The configuration as a JSON string."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SimulationConfig:
+        """Build (and validate) from :meth:`to_dict` output; unknown keys raise."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(
+                f"unknown configuration key(s) {', '.join(map(repr, unknown))}; "
+                f"allowed: {', '.join(sorted(names))}"
+            )
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> SimulationConfig:
+        """Inverse of :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))

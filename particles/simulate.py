@@ -1,0 +1,376 @@
+"""The orchestrator: compiled chunks of steps between save points.
+
+This is the only module that knows about save points, threading layout,
+progress and observables together.  Python runs once per saved frame; every
+step between two frames runs inside one compiled call for all systems.
+
+Randomness: ``numpy.random.SeedSequence(seed)`` is split into three children,
+``(initial positions, random weights, noise)``, so adding a random component
+never changes the initial condition drawn for a seed.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from particles import sphere
+from particles.config import SimulationConfig, parse_init
+from particles.fields import CompiledField, build_field
+from particles.integrators import INTEGRATORS
+from particles.integrators.driver import (
+    STATUS_MAX_STEPS,
+    STATUS_OK,
+    adaptive_runner,
+    fixed_runner,
+)
+from particles.observables import compute_observables
+from particles.progress import Progress
+from particles.trajectory import Trajectory
+
+#: one system with at least this many tokens is parallelised over rows.
+ROWS_PARALLEL_MIN_N = 512
+
+_THREADPOOLS: ThreadpoolController | None = None
+
+
+class StepSizeWarning(UserWarning):
+    """A fixed step is too large for the speeds the model can reach."""
+
+
+class IntegrationError(RuntimeError):
+    """The integration failed (non-finite state, stalled adaptive step)."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One saved frame, as produced by :func:`iter_frames`.
+
+    Attributes
+    ----------
+    index : int
+        Frame number (0 is the initial condition).
+    step : int
+        Integration step (see :class:`~particles.trajectory.Trajectory`).
+    time : float
+        Time of the frame.
+    positions : ndarray, shape (batch, n, d)
+        Tokens (a copy; always with a batch axis).
+    observables : dict of str to ndarray, shape (batch,)
+        Scalars at this frame.
+    """
+
+    index: int
+    step: int
+    time: float
+    positions: np.ndarray
+    observables: dict[str, np.ndarray]
+
+
+def seed_sequences(seed: int) -> tuple[np.random.SeedSequence, ...]:
+    """The ``(init, weights, noise)`` child seed sequences of a root seed."""
+    return tuple(np.random.SeedSequence(seed).spawn(3))
+
+
+def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) -> np.ndarray:
+    """Initial tokens of a run, always with a batch axis.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        Resolved configuration (concrete seed when ``x0`` is None).
+    x0 : ndarray, shape (n, d) or (batch, n, d), optional
+        Given positions; rows are normalised onto the sphere.  A single
+        (n, d) configuration is repeated over the batch.
+
+    Returns
+    -------
+    ndarray, shape (batch, n, d)
+        C-contiguous float64 (batch is 1 for a single system).
+    """
+    B = config.batch or 1
+    n, d = config.n, config.d
+    if x0 is not None:
+        x = np.asarray(x0, dtype=np.float64)
+        if x.shape == (n, d):
+            x = np.broadcast_to(x, (B, n, d))
+        elif x.shape != (B, n, d):
+            allowed = f"({n}, {d})" + (f" or ({B}, {n}, {d})" if config.batch else "")
+            raise ValueError(f"x0 must have shape {allowed}, got {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("x0 must be finite, got NaN or inf entries")
+        norms = np.linalg.norm(x, axis=-1, keepdims=True)
+        if np.any(norms == 0):
+            raise ValueError("x0 must have nonzero rows (tokens are normalised onto the sphere)")
+        # rows already on the sphere are kept bit for bit, so that a saved frame
+        # passed back as x0 continues exactly
+        off = np.abs(norms - 1.0) > 4 * np.finfo(np.float64).eps
+        return np.ascontiguousarray(np.where(off, x / norms, x))
+    if config.seed is None:
+        raise ValueError("seed must be resolved before drawing positions (config.resolved())")
+    name, param = parse_init(config.init)
+    if name == "array":
+        raise ValueError("init='array' needs x0")
+    rng = np.random.default_rng(seed_sequences(config.seed)[0])
+    if name == "cap":
+        x = sphere.spherical_cap(n, d, eps=param, rng=rng, batch=B)
+    elif name == "vmf":
+        mu = np.zeros(d)
+        mu[0] = 1.0
+        x = sphere.von_mises_fisher(n, d, mu=mu, kappa=param, rng=rng, batch=B)
+    else:
+        x = sphere.SAMPLERS[name](n, d, rng=rng, batch=B)
+    return np.ascontiguousarray(np.asarray(x, dtype=np.float64).reshape(B, n, d))
+
+
+def speed_bound(config: SimulationConfig) -> float:
+    """Upper bound on token speeds ``|dx_i/dt|`` for the model.
+
+    SA moves tokens by convex combinations of ``V x_j``: speed <= ||V||.
+    USA multiplies by up to ``exp(beta ||Q^T K|| - c)``.
+    """
+    v = float(np.linalg.norm(config.matrix("V"), 2))
+    if config.model == "usa":
+        shift = config.beta if config.usa_scale == "n_exp_beta" else 0.0
+        return v * math.exp(config.beta * config.qk_norm() - shift)
+    return v
+
+
+def _layout(config: SimulationConfig) -> str:
+    B = config.batch or 1
+    if B < numba.get_num_threads() and config.n >= ROWS_PARALLEL_MIN_N:
+        return "rows"
+    return "batch"
+
+
+def _blas_guard(field: CompiledField, layout: str, batch: int):
+    """Single-threaded BLAS while Numba threads run BLAS blocks (two spinning
+    pools on two cores make a step many times slower)."""
+    global _THREADPOOLS
+    if field.name != "blas" or (layout == "batch" and batch == 1):
+        return nullcontext()
+    if _THREADPOOLS is None:
+        _THREADPOOLS = ThreadpoolController()
+    return _THREADPOOLS.limit(limits=1, user_api="blas")
+
+
+def iter_frames(
+    config: SimulationConfig,
+    positions: np.ndarray,
+    *,
+    start: int = 0,
+    start_step: int = 0,
+    progress: Callable[[float], None] | None = None,
+) -> Iterator[Frame]:
+    """Run a configuration, yielding each saved frame as soon as it exists.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        Resolved configuration.
+    positions : ndarray, shape (batch, n, d)
+        State at frame ``start`` (the initial condition when ``start = 0``).
+    start : int
+        Index (into ``config.output_times()``) of the frame ``positions`` is
+        at; frames after it are computed.  With ``start = 0`` the initial
+        frame itself is yielded first.
+    start_step : int
+        Step counter of frame ``start`` (for resuming).
+    progress : callable, optional
+        Called with the current time after every frame.
+
+    Yields
+    ------
+    Frame
+    """
+    field = build_field(config)
+    integrator = INTEGRATORS[config.integrator]
+    times = config.output_times()
+    B = config.batch or 1
+    X = np.array(positions, dtype=np.float64, order="C", copy=True).reshape(B, config.n, config.d)
+    masses = config.mass_array()
+    layout = _layout(config)
+    nthreads = numba.get_num_threads()
+    drift = field.parallel if layout == "rows" else field.serial
+    wsize = field.workspace(nthreads if layout == "rows" else 1)
+    if not integrator.adaptive:
+        rate = speed_bound(config)
+        if config.dt * rate > 0.5:
+            warnings.warn(
+                f"dt * (speed bound {rate:.3g}) = {config.dt * rate:.3g} > 0.5: the fixed step "
+                f"{config.integrator!r} will be inaccurate (tokens move up to "
+                f"~{config.dt * rate:.2g} rad per step); reduce dt, use usa_scale='n_exp_beta' "
+                "or integrator='dopri5'",
+                StepSizeWarning,
+                stacklevel=3,
+            )
+        runner = fixed_runner(config.integrator, drift, layout)
+    else:
+        runner = adaptive_runner(config.integrator, drift, layout)
+        stats = np.zeros((B, 3), dtype=np.int64)
+
+    def frame(index: int, step: int) -> Frame:
+        obs = compute_observables(X, config.beta, masses, nthreads=nthreads)
+        if integrator.adaptive:
+            obs["accepted_steps"] = stats[:, 0].astype(np.float64)
+            obs["rejected_steps"] = stats[:, 1].astype(np.float64)
+        return Frame(index, step, float(times[index]), X.copy(), obs)
+
+    step = start_step
+    if start == 0:
+        yield frame(0, step)
+    for k in range(start + 1, len(times)):
+        t0, t1 = float(times[k - 1]), float(times[k])
+        with _blas_guard(field, layout, B):
+            if integrator.adaptive:
+                runner(X, t0, t1, min(config.dt, t1 - t0), field.params, wsize,
+                       config.rtol, config.atol, config.max_steps, stats)
+            else:
+                # equal steps that land exactly on the save time
+                nsteps = max(1, math.ceil((t1 - t0) / config.dt - 1e-9))
+                if step + nsteps > config.max_steps:
+                    raise IntegrationError(
+                        f"max_steps={config.max_steps} reached at t={t0:g}; raise max_steps")
+                runner(X, nsteps, (t1 - t0) / nsteps, field.params, wsize)
+                step += nsteps
+        if integrator.adaptive:
+            step = k
+            bad = np.flatnonzero(stats[:, 2] != STATUS_OK)
+            if bad.size:
+                why = ("max_steps reached" if stats[bad[0], 2] == STATUS_MAX_STEPS
+                       else "step size underflow")
+                raise IntegrationError(
+                    f"adaptive integration failed in system {bad[0]} between t={t0:g} and "
+                    f"t={t1:g}: {why}")
+        if not np.all(np.isfinite(X)):
+            raise IntegrationError(
+                f"non-finite positions between t={t0:g} and t={t1:g}; reduce dt")
+        if progress is not None:
+            progress(t1)
+        yield frame(k, step)
+
+
+def collect(config: SimulationConfig, frames: list[Frame], *, complete: bool) -> Trajectory:
+    """Assemble frames into a :class:`Trajectory` (drops the batch axis for one system)."""
+    positions = np.stack([f.positions for f in frames])
+    names = frames[0].observables.keys() if frames else ()
+    obs = {k: np.stack([f.observables[k] for f in frames]) for k in names}
+    if config.batch is None:
+        positions = positions[:, 0]
+        obs = {k: v[:, 0] for k, v in obs.items()}
+    return Trajectory(
+        times=np.array([f.time for f in frames]),
+        steps=np.array([f.step for f in frames], dtype=np.int64),
+        positions=positions,
+        observables=obs,
+        config=config,
+        complete=complete,
+    )
+
+
+def run(config: SimulationConfig, x0: np.ndarray | None = None, *,
+        progress: bool = False) -> Trajectory:
+    """Run a configuration in memory and return its :class:`Trajectory`.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        Configuration; an unset seed is resolved (and recorded) first.
+    x0 : ndarray, shape (n, d) or (batch, n, d), optional
+        Initial positions (overrides ``config.init``, recorded as ``"array"``).
+    progress : bool
+        Show a progress bar on stderr for runs longer than a second.
+    """
+    if x0 is not None and config.init != "array":
+        config = config.replace(init="array")
+    config = config.resolved()
+    X0 = initial_positions(config, x0)
+    bar = Progress(config.T, enabled=progress)
+    with bar:
+        frames = list(iter_frames(config, X0, progress=bar.update))
+    return collect(config, frames, complete=True)
+
+
+def simulate(
+    n: int,
+    d: int,
+    beta: float,
+    *,
+    model: str = "sa",
+    kernel: str = "edp",
+    usa_scale: str = "n",
+    integrator: str = "rk4",
+    dt: float = 0.01,
+    T: float = 10.0,
+    save_every: int = 10,
+    save_times=None,
+    batch: int | None = None,
+    seed: int | None = None,
+    init: str = "uniform",
+    x0: np.ndarray | None = None,
+    Q=None,
+    K=None,
+    V=None,
+    masses=None,
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    max_steps: int = 10**9,
+    progress: bool = False,
+) -> Trajectory:
+    """Simulate attention dynamics of ``n`` tokens on S^{d-1}.
+
+    Parameters
+    ----------
+    n, d : int
+        Number of tokens and ambient dimension.
+    beta : float
+        Inverse temperature.
+    model, kernel, usa_scale, integrator : str
+        Names from the registries (see :class:`~particles.config.SimulationConfig`).
+    dt, T : float
+        Step size (initial step when adaptive) and final time.
+    save_every : int
+        Steps between saved frames; or give ``save_times``.
+    batch : int, optional
+        Number of independent systems advanced together.
+    seed : int, optional
+        Root seed (None: fresh, recorded in ``config.seed``).
+    init : str
+        Initial condition name, or give ``x0`` of shape (n, d) / (batch, n, d).
+    Q, K, V : ndarray (d, d) or str, optional
+        Attention matrices (identity by default; ``"minus_identity"``).
+    masses : array_like, shape (n,), optional
+        Token masses.
+    rtol, atol : float
+        Adaptive tolerances.
+    max_steps : int
+        Upper bound on steps.
+    progress : bool
+        Progress bar on stderr.
+
+    Returns
+    -------
+    Trajectory
+        ``positions`` of shape (frames, n, d), or (frames, batch, n, d).
+
+    Raises
+    ------
+    ValueError
+        Invalid arguments (the message names the argument and allowed values).
+    """
+    config = SimulationConfig(
+        n=n, d=d, beta=beta, model=model, kernel=kernel, usa_scale=usa_scale,
+        integrator=integrator, dt=dt, T=T, save_every=save_every, save_times=save_times,
+        batch=batch, seed=seed, init="array" if x0 is not None else init,
+        Q="identity" if Q is None else Q, K="identity" if K is None else K,
+        V="identity" if V is None else V, masses=masses, rtol=rtol, atol=atol,
+        max_steps=max_steps,
+    )
+    return run(config, x0, progress=progress)

@@ -1,0 +1,757 @@
+"""Geometry of and sampling on the unit sphere S^{d-1} ⊂ R^d.
+
+Conventions
+-----------
+Tokens are the rows of an array of shape ``(..., n, d)``: the last axis is the
+ambient coordinate, every leading axis (a batch axis, the token axis) is
+broadcast through.  Everything is float64.  Random functions take an explicit
+``numpy.random.Generator`` as ``rng`` and never touch the global state.
+
+The geometric maps follow geomstats' ``Hypersphere`` (``projection``,
+``to_tangent``, ``exp``, ``log``, ``dist``), but are written so that they stay
+accurate to relative precision for tiny geodesic distances and never return
+NaN for antipodal or coincident points.
+
+The samplers all share the call signature ``f(n, d, *, rng, batch=None,
+**params)`` and return a C-contiguous float64 array of shape ``(n, d)``, or
+``(batch, n, d)`` when ``batch`` is given; :data:`SAMPLERS` maps names to them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "SAMPLERS",
+    "angles_to_circle",
+    "circle_to_angles",
+    "equispaced_circle",
+    "exp_map",
+    "geodesic_distance",
+    "inner_products",
+    "log_map",
+    "normalize",
+    "orthonormal",
+    "spherical_cap",
+    "tangent_projection",
+    "uniform",
+    "von_mises_fisher",
+]
+
+FloatArray = NDArray[np.float64]
+
+# Below these norms the closed forms sin(t)/t and θ/sin(θ) are 0/0; the
+# truncated series are exact to double precision there (next terms ~ t^6 < 1e-24).
+_EXP_TAYLOR = 1e-4
+_LOG_TAYLOR = 1e-4
+
+_TWO_PI = 2.0 * math.pi
+
+
+# --------------------------------------------------------------------------
+# argument checking
+# --------------------------------------------------------------------------
+
+
+def _as_f64(x: ArrayLike) -> FloatArray:
+    return np.asarray(x, dtype=np.float64)
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    # bool is an int subclass, but n=True is never meant.
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_batch(batch: Any) -> int | None:
+    if batch is None:
+        return None
+    return _check_int("batch", batch, 1)
+
+
+def _check_rng(rng: Any) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def _check_real(name: str, value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number, got {value!r}") from None
+    if not math.isfinite(out):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return out
+
+
+def _unit_vector(name: str, value: ArrayLike, d: int) -> FloatArray:
+    try:
+        arr = _as_f64(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real vector of shape ({d},), got {value!r}") from None
+    if arr.shape != (d,):
+        raise ValueError(f"{name} must have shape ({d},) to match d={d}, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must have finite entries, got {arr!r}")
+    norm = float(np.linalg.norm(arr))
+    if norm == 0.0:
+        raise ValueError(f"{name} must be a nonzero vector (it is normalized to the sphere)")
+    return arr / norm
+
+
+def _leading_shape(n: int, batch: int | None) -> tuple[int, ...]:
+    return (n,) if batch is None else (batch, n)
+
+
+def _finish(x: FloatArray) -> FloatArray:
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------
+# geometry
+# --------------------------------------------------------------------------
+
+
+def normalize(x: ArrayLike) -> FloatArray:
+    """Project nonzero vectors radially onto the unit sphere.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., d)
+        Vectors; the last axis is the ambient coordinate.
+
+    Returns
+    -------
+    ndarray, shape (..., d)
+        ``x / ||x||`` row by row.
+
+    Raises
+    ------
+    ValueError
+        If some row is the zero vector (its direction is undefined; we refuse
+        rather than return NaN).
+    """
+    x = _as_f64(x)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    if np.any(norms == 0.0):
+        bad = int(np.count_nonzero(norms == 0.0))
+        raise ValueError(f"cannot normalize a zero vector ({bad} row(s) have norm 0)")
+    return x / norms
+
+
+def tangent_projection(x: ArrayLike, y: ArrayLike) -> FloatArray:
+    """Orthogonal projection onto the tangent space at ``x``.
+
+    ``P_x(y) = y - <x, y> x``, row by row (geomstats' ``to_tangent``).
+
+    Parameters
+    ----------
+    x : array_like, shape (..., d)
+        Base points, assumed to lie on the sphere.
+    y : array_like, shape (..., d)
+        Ambient vectors; broadcast against ``x``.
+
+    Returns
+    -------
+    ndarray, shape (..., d)
+        Tangent vectors at ``x``.
+    """
+    x = _as_f64(x)
+    y = _as_f64(y)
+    return y - np.sum(x * y, axis=-1, keepdims=True) * x
+
+
+def exp_map(x: ArrayLike, v: ArrayLike) -> FloatArray:
+    """Riemannian exponential map of the sphere.
+
+    ``exp_x(v) = cos(|v|) x + sin(|v|) v / |v|``, with ``sin(t)/t`` replaced by
+    its Taylor series ``1 - t²/6 + t⁴/120`` for ``|v| < 1e-4`` so that
+    ``v -> 0`` is exact (``exp_x(0) = x``) and smooth.  The result is
+    renormalized to absorb rounding.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., d)
+        Base points on the sphere.
+    v : array_like, shape (..., d)
+        Tangent vectors at ``x`` (not re-projected: a normal component would
+        only be renormalized away); broadcast against ``x``.
+
+    Returns
+    -------
+    ndarray, shape (..., d)
+        Points on the sphere at geodesic distance ``|v|`` (mod 2π) from ``x``.
+    """
+    x = _as_f64(x)
+    v = _as_f64(v)
+    t = np.linalg.norm(v, axis=-1, keepdims=True)
+    small = t < _EXP_TAYLOR
+    t_safe = np.where(small, 1.0, t)  # keeps the unused branch free of 0/0
+    t2 = t * t
+    sinc = np.where(small, 1.0 - t2 / 6.0 + t2 * t2 / 120.0, np.sin(t_safe) / t_safe)
+    y = np.cos(t) * x + sinc * v
+    return y / np.linalg.norm(y, axis=-1, keepdims=True)
+
+
+def _antipodal_direction(x: FloatArray) -> FloatArray:
+    """Deterministic unit tangent at ``x``: the projection of the least-aligned axis."""
+    # The axis e_k with the smallest |x_k| has |P_x(e_k)|² = 1 - x_k² >= 1 - 1/d,
+    # so the normalization below is always well conditioned.
+    k = np.argmin(np.abs(x), axis=-1)[..., None]
+    xk = np.take_along_axis(x, k, axis=-1)
+    p = -xk * x
+    np.put_along_axis(p, k, np.take_along_axis(p, k, axis=-1) + 1.0, axis=-1)
+    return p / np.linalg.norm(p, axis=-1, keepdims=True)
+
+
+def log_map(x: ArrayLike, y: ArrayLike) -> FloatArray:
+    """Riemannian logarithm map of the sphere.
+
+    Returns the tangent vector at ``x`` pointing along the minimizing geodesic
+    to ``y``, of length ``geodesic_distance(x, y)``.
+
+    The tangent part ``u = y - <x, y> x`` (of length sin θ) is formed as
+    ``(y - x) + (|y - x|²/2) x`` when ``<x, y> >= 0`` and as
+    ``(y + x) - (|y + x|²/2) x`` otherwise, which avoids the cancellation of
+    the textbook form near θ = 0 and θ = π.  For θ < 1e-4 the factor
+    ``θ / sin θ`` is replaced by its series ``1 + θ²/6 + 7θ⁴/360``, so ``y = x``
+    gives exactly 0.
+
+    Antipodal points (``y = -x`` exactly, where ``u`` vanishes) have no unique
+    logarithm; we then return a vector of length π along the deterministic
+    tangent direction ``P_x(e_k) / |P_x(e_k)|``, with ``k`` the first index of
+    the smallest ``|x_k|``.  The result is never NaN.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., d)
+        Base points on the sphere.
+    y : array_like, shape (..., d)
+        Target points on the sphere; broadcast against ``x``.
+
+    Returns
+    -------
+    ndarray, shape (..., d)
+        Tangent vectors at ``x`` with norm in [0, π].
+    """
+    x, y = np.broadcast_arrays(_as_f64(x), _as_f64(y))
+    diff = y - x
+    summ = y + x
+    nd = np.linalg.norm(diff, axis=-1, keepdims=True)
+    ns = np.linalg.norm(summ, axis=-1, keepdims=True)
+    theta = 2.0 * np.arctan2(nd, ns)
+    # |y ∓ x|²/2 equals 1 ∓ <x, y> exactly on the sphere, without cancellation.
+    u = np.where(nd <= ns, diff + (0.5 * nd * nd) * x, summ - (0.5 * ns * ns) * x)
+    nu = np.linalg.norm(u, axis=-1, keepdims=True)
+    small = theta < _LOG_TAYLOR
+    th2 = theta * theta
+    # Away from 0 we rescale u to length θ directly (|u| is more accurate than sin θ).
+    coef = np.where(
+        small,
+        1.0 + th2 / 6.0 + 7.0 * th2 * th2 / 360.0,
+        theta / np.where(nu > 0.0, nu, 1.0),
+    )
+    out = coef * u
+    degenerate = (~small) & (nu == 0.0)
+    if np.any(degenerate):
+        out = np.where(degenerate, math.pi * _antipodal_direction(x), out)
+    return out
+
+
+def geodesic_distance(x: ArrayLike, y: ArrayLike) -> FloatArray:
+    """Great-circle distance ``arccos <x, y>``, computed stably.
+
+    Uses Kahan's form ``2 atan2(|x - y|, |x + y|)``: it equals ``arccos <x, y>``
+    on the sphere, is accurate to relative precision for tiny angles (where
+    ``arccos`` of a rounded ``<x, y> ≈ 1`` returns 0 below ~1e-8 rad), is as
+    good near π, needs no clipping (never NaN, even when rounding pushes
+    ``|<x, y>|`` past 1), is exactly symmetric and gives exactly 0 for ``x == y``.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (..., d)
+        Points on the sphere; broadcast against each other.
+
+    Returns
+    -------
+    ndarray, shape (...)
+        Distances in [0, π].
+    """
+    x = _as_f64(x)
+    y = _as_f64(y)
+    return 2.0 * np.arctan2(np.linalg.norm(x - y, axis=-1), np.linalg.norm(x + y, axis=-1))
+
+
+def inner_products(x: ArrayLike) -> FloatArray:
+    """Gram matrix of the tokens, ``G[..., i, j] = <x_i, x_j>``.
+
+    A helper for analysing small systems: it materializes all n² pairs, so it
+    costs O(n² d) time and O(n²) memory.  Entries are not clipped to [-1, 1].
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, d)
+        Tokens.
+
+    Returns
+    -------
+    ndarray, shape (..., n, n)
+        Symmetric Gram matrices.
+    """
+    x = _as_f64(x)
+    if x.ndim < 2:
+        raise ValueError(f"x must have shape (..., n, d), got shape {x.shape}")
+    return x @ np.swapaxes(x, -1, -2)
+
+
+# --------------------------------------------------------------------------
+# circle helpers (d = 2)
+# --------------------------------------------------------------------------
+
+
+def angles_to_circle(theta: ArrayLike) -> FloatArray:
+    """Points on S^1 from their angles.
+
+    Parameters
+    ----------
+    theta : array_like, shape (..., n)
+        Angles in radians.
+
+    Returns
+    -------
+    ndarray, shape (..., n, 2)
+        ``(cos θ, sin θ)``.
+    """
+    theta = _as_f64(theta)
+    return np.stack((np.cos(theta), np.sin(theta)), axis=-1)
+
+
+def circle_to_angles(x: ArrayLike) -> FloatArray:
+    """Angles of points on S^1.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, 2)
+        Points on the circle (any nonzero radius).
+
+    Returns
+    -------
+    ndarray, shape (..., n)
+        Angles in [0, 2π).
+    """
+    x = _as_f64(x)
+    if x.ndim < 1 or x.shape[-1] != 2:
+        raise ValueError(f"x must have shape (..., 2), got shape {x.shape}")
+    theta = np.mod(np.arctan2(x[..., 1], x[..., 0]), _TWO_PI)
+    # mod() of a tiny negative angle rounds to exactly 2π; fold it back to 0.
+    return np.where(theta >= _TWO_PI, 0.0, theta)
+
+
+def equispaced_circle(n: int, *, phase: float = 0.0) -> FloatArray:
+    """``n`` equally spaced points on S^1.
+
+    Parameters
+    ----------
+    n : int
+        Number of points, >= 1.
+    phase : float
+        Angle of the first point, in radians.
+
+    Returns
+    -------
+    ndarray, shape (n, 2)
+        The points at angles ``phase + 2πk/n``, k = 0, ..., n-1.
+    """
+    n = _check_int("n", n, 1)
+    phase = _check_real("phase", phase)
+    return _finish(angles_to_circle(phase + _TWO_PI * np.arange(n) / n))
+
+
+# --------------------------------------------------------------------------
+# samplers
+# --------------------------------------------------------------------------
+
+
+def _nonzero_norms(g: FloatArray, rng: np.random.Generator) -> FloatArray:
+    """Row norms of the standard Gaussian array ``g``, redrawing (in place) zero rows.
+
+    Normalized Gaussians are uniform on the sphere by rotation invariance; a
+    zero draw has probability ~0 but would turn into NaN.
+    """
+    norms = np.linalg.norm(g, axis=-1)
+    while (zero := norms == 0.0).any():
+        g[zero] = rng.standard_normal((int(zero.sum()), g.shape[-1]))
+        norms[zero] = np.linalg.norm(g[zero], axis=-1)
+    return norms
+
+
+def _uniform_directions(shape: tuple[int, ...], dim: int, rng: np.random.Generator) -> FloatArray:
+    g = rng.standard_normal((*shape, dim))
+    g /= _nonzero_norms(g, rng)[..., None]  # in place: sampler outputs can be large
+    return g
+
+
+def _rotate_from_e1(x: FloatArray, mu: FloatArray) -> FloatArray:
+    """Apply, in place, the Householder reflection that maps e_1 to the unit vector ``mu``.
+
+    Any orthogonal map sending e_1 to ``mu`` carries a law invariant under the
+    stabilizer of e_1 (vMF, cap) to the same law centred at ``mu``.
+    """
+    u = -mu
+    u[0] += 1.0  # e_1 - mu, exact by Sterbenz when mu ≈ e_1
+    norm = np.linalg.norm(u)
+    if norm == 0.0:
+        return x
+    u /= norm
+    x -= (2.0 * (x @ u))[..., None] * u
+    return x
+
+
+def _from_polar(
+    cos_t: FloatArray, sin_t: FloatArray, d: int, rng: np.random.Generator
+) -> FloatArray:
+    """Points ``cos θ e_1 + sin θ v`` with ``v`` uniform on the unit sphere of e_1^⊥."""
+    # Draw v's Gaussians straight into the output's trailing columns (column 0
+    # is drawn and overwritten) rather than filling and copying a second array.
+    x = rng.standard_normal((*cos_t.shape, d))
+    tail = x[..., 1:]
+    tail *= (sin_t / _nonzero_norms(tail, rng))[..., None]
+    x[..., 0] = cos_t
+    return x
+
+
+def _renormalize(x: FloatArray) -> FloatArray:
+    # Rounding of the rotation leaves |x| = 1 ± 1e-16; in place, x is fresh.
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    return x
+
+
+def uniform(n: int, d: int, *, rng: np.random.Generator, batch: int | None = None) -> FloatArray:
+    """I.i.d. points from the uniform (area) measure on S^{d-1}.
+
+    Parameters
+    ----------
+    n : int
+        Number of tokens, >= 1.
+    d : int
+        Ambient dimension, >= 2.
+    rng : numpy.random.Generator
+        Source of randomness.
+    batch : int, optional
+        Number of independent configurations, >= 1.
+
+    Returns
+    -------
+    ndarray, shape (n, d) or (batch, n, d)
+        Normalized standard Gaussian vectors.
+    """
+    n = _check_int("n", n, 1)
+    d = _check_int("d", d, 2)
+    batch = _check_batch(batch)
+    rng = _check_rng(rng)
+    return _finish(_uniform_directions(_leading_shape(n, batch), d, rng))
+
+
+def _wood_one_minus_w(count: int, d: int, kappa: float, rng: np.random.Generator) -> FloatArray:
+    """Draw ``s = 1 - <x, mu>`` for the vMF law on S^{d-1} by Wood's (1994) rejection.
+
+    Wood's scheme, rewritten in terms of ``s = 1 - w`` and ``t = 1 - x0`` so
+    that no step cancels when kappa is large (then w, x0 -> 1): with
+    ``b = (d-1) / (2κ + sqrt(4κ² + (d-1)²))`` (the conjugate form of Wood's
+    ``(-2κ + sqrt(4κ² + (d-1)²)) / (d-1)``), ``z ~ Beta((d-1)/2, (d-1)/2)``,
+
+        s = 2 b z / ((1 - z) + b z),
+        accept iff  log U <= κ (t - s) + (d-1) log((t + x0 s) / (t (1 + x0))),
+
+    which is Wood's test ``κ w + (d-1) log(1 - x0 w) - c >= log U`` term by term.
+    """
+    m1 = d - 1.0
+    # Beyond ~1e32 the spread ~ sqrt(d/κ) is below the rounding of unit vectors, so
+    # capping κ changes no output but keeps 2κ and κ·(t - s) finite near float max.
+    kappa = min(kappa, 1e300)
+    two_k = 2.0 * kappa
+    b = m1 / (two_k + math.hypot(two_k, m1))  # hypot: no overflow of 4κ²
+    x0 = (1.0 - b) / (1.0 + b)
+    t = 2.0 * b / (1.0 + b)
+    log_norm = math.log(t * (1.0 + x0))  # log(1 - x0²)
+    out = np.empty(count)
+    pending = np.arange(count)
+    while pending.size:
+        k = pending.size
+        z = rng.beta(0.5 * m1, 0.5 * m1, size=k)
+        u = rng.random(k)
+        s = 2.0 * b * z / ((1.0 - z) + b * z)
+        log_ratio = kappa * (t - s) + m1 * (np.log(t + x0 * s) - log_norm)
+        # log_ratio <= 0 up to rounding; comparing u < exp() avoids log(0) for u == 0.
+        accept = u < np.exp(np.minimum(log_ratio, 0.0))
+        out[pending[accept]] = s[accept]
+        pending = pending[~accept]
+    return out
+
+
+def von_mises_fisher(
+    n: int,
+    d: int,
+    *,
+    mu: ArrayLike,
+    kappa: float,
+    rng: np.random.Generator,
+    batch: int | None = None,
+) -> FloatArray:
+    """I.i.d. points from the von Mises–Fisher law on S^{d-1}.
+
+    Density proportional to ``exp(kappa <mu, x>)`` with respect to the area
+    measure.  The component ``w = <x, mu>`` is drawn with Wood's (1994)
+    rejection algorithm in a cancellation-free form (valid for every d >= 2
+    and every finite kappa; past kappa ~ 1e32 the samples equal ``mu`` to
+    rounding), the orthogonal part uniformly, then e_1 is reflected onto
+    ``mu``.  ``kappa = 0`` gives the uniform law.
+
+    Parameters
+    ----------
+    n : int
+        Number of tokens, >= 1.
+    d : int
+        Ambient dimension, >= 2.
+    mu : array_like, shape (d,)
+        Mean direction; any nonzero vector (it is normalized).
+    kappa : float
+        Concentration, finite and >= 0.
+    rng : numpy.random.Generator
+        Source of randomness.
+    batch : int, optional
+        Number of independent configurations, >= 1.
+
+    Returns
+    -------
+    ndarray, shape (n, d) or (batch, n, d)
+        The samples.
+    """
+    n = _check_int("n", n, 1)
+    d = _check_int("d", d, 2)
+    batch = _check_batch(batch)
+    rng = _check_rng(rng)
+    mu = _unit_vector("mu", mu, d)
+    kappa = _check_real("kappa", kappa)
+    if kappa < 0.0:
+        raise ValueError(f"kappa must be >= 0 (0 is the uniform law), got {kappa!r}")
+    shape = _leading_shape(n, batch)
+    s = _wood_one_minus_w(math.prod(shape), d, kappa, rng).reshape(shape)
+    # sin θ = sqrt(1 - w²) = sqrt(s (2 - s)): no cancellation for w ≈ ±1.
+    x = _from_polar(1.0 - s, np.sqrt(s * (2.0 - s)), d, rng)
+    return _finish(_renormalize(_rotate_from_e1(x, mu)))
+
+
+def _log_sin_power(theta: FloatArray, k: float) -> FloatArray:
+    with np.errstate(divide="ignore"):  # θ = 0 exactly has log-density -inf, a clean reject
+        return k * np.log(np.sin(theta))
+
+
+def _cap_polar_angles(count: int, d: int, eps: float, rng: np.random.Generator) -> FloatArray:
+    """Draw θ in [0, eps] with density proportional to sin^{d-2} θ, exactly.
+
+    The inverse CDF (a regularized incomplete beta function) underflows for
+    high d and small caps (e.g. d = 512, eps = 0.1 gives F(eps) ~ 1e-600), so we
+    use rejection from a piecewise-exponential envelope instead: the
+    log-density φ(θ) = (d-2) log sin θ is concave on (0, π), hence each of its
+    tangent lines lies above it everywhere and the minimum over tangents is a
+    valid envelope however the tangent points are chosen.  We put them around
+    the mode at the scale of the mass, which keeps the acceptance rate above
+    ~0.9 for every d and eps.
+    """
+    if d == 2:  # density ∝ sin^0: uniform angle
+        return eps * rng.random(count)
+    k = d - 2.0
+    mode = min(eps, 0.5 * math.pi)
+    sigma = math.sin(mode) / math.sqrt(k)  # 1 / sqrt(-φ''(mode))
+    slope_at_eps = k * math.cos(eps) / math.sin(eps) if eps < math.pi else -math.inf
+    width = sigma
+    if mode == eps and slope_at_eps > 0.0:
+        # Mass piles up against θ = eps within ~1/φ'(eps), possibly much less than sigma.
+        width = min(sigma, 1.0 / slope_at_eps)
+    offsets = np.array([-8.0, -4.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0])
+    pts = np.unique(np.concatenate(([mode], mode + width * offsets)))
+    pts = pts[(pts > 0.0) & (pts <= eps) & (pts < math.pi)]
+    phi = _log_sin_power(pts, k)
+    slope = k * np.cos(pts) / np.sin(pts)
+
+    # Breakpoints where consecutive tangents cross; clipping only costs efficiency.
+    ds = slope[:-1] - slope[1:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross = (phi[1:] - phi[:-1] + slope[:-1] * pts[:-1] - slope[1:] * pts[1:]) / ds
+    cross = np.where(ds > 0.0, cross, 0.5 * (pts[:-1] + pts[1:]))
+    cross = np.clip(cross, pts[:-1], pts[1:])
+    left = np.concatenate(([0.0], cross))
+    right = np.concatenate((cross, [eps]))
+    keep = right > left
+    left, right, pts, phi, slope = left[keep], right[keep], pts[keep], phi[keep], slope[keep]
+    length = right - left
+
+    # Each piece exp(φ_j + s_j (θ - t_j)) is sampled as a truncated exponential
+    # measured from its larger end, which never overflows.
+    rate = np.abs(slope)
+    anchor = np.where(slope > 0.0, right, left)
+    top = phi + slope * (anchor - pts)
+    x = rate * length
+    flat = x < 1e-300
+    with np.errstate(divide="ignore"):
+        log_mass = top + np.where(
+            flat, np.log(length), np.log(-np.expm1(-x)) - np.log(np.where(flat, 1.0, rate))
+        )
+    prob = np.exp(log_mass - log_mass.max())
+    cdf = np.cumsum(prob)
+    cdf /= cdf[-1]
+
+    out = np.empty(count)
+    pending = np.arange(count)
+    while pending.size:
+        m = pending.size
+        j = np.minimum(np.searchsorted(cdf, rng.random(m), side="right"), cdf.size - 1)
+        u = rng.random(m)
+        rj, xj, lj = rate[j], x[j], length[j]
+        delta = np.where(flat[j], u * lj, -np.log1p(u * np.expm1(-xj)) / np.where(flat[j], 1.0, rj))
+        delta = np.clip(delta, 0.0, lj)
+        theta = np.where(slope[j] > 0.0, right[j] - delta, left[j] + delta)
+        envelope = phi[j] + slope[j] * (theta - pts[j])
+        accept = rng.random(m) < np.exp(np.minimum(_log_sin_power(theta, k) - envelope, 0.0))
+        out[pending[accept]] = theta[accept]
+        pending = pending[~accept]
+    return out
+
+
+def spherical_cap(
+    n: int,
+    d: int,
+    *,
+    eps: float,
+    rng: np.random.Generator,
+    center: ArrayLike | None = None,
+    batch: int | None = None,
+) -> FloatArray:
+    """I.i.d. points from the uniform (area) measure on a geodesic ball.
+
+    Samples the cap ``{x : geodesic_distance(x, center) <= eps}`` exactly: the
+    polar angle θ has density proportional to ``sin^{d-2} θ`` on [0, eps]
+    (drawn by rejection from a log-concave envelope, robust for any d and
+    tiny caps), the direction in ``center^⊥`` is uniform.
+
+    Parameters
+    ----------
+    n : int
+        Number of tokens, >= 1.
+    d : int
+        Ambient dimension, >= 2.
+    eps : float
+        Geodesic radius of the cap, in (0, π]; ``eps = π`` is the whole sphere.
+    rng : numpy.random.Generator
+        Source of randomness.
+    center : array_like, shape (d,), optional
+        Centre of the cap, any nonzero vector (it is normalized); default e_1.
+    batch : int, optional
+        Number of independent configurations, >= 1.
+
+    Returns
+    -------
+    ndarray, shape (n, d) or (batch, n, d)
+        The samples.
+    """
+    n = _check_int("n", n, 1)
+    d = _check_int("d", d, 2)
+    batch = _check_batch(batch)
+    rng = _check_rng(rng)
+    eps = _check_real("eps", eps)
+    if not 0.0 < eps <= math.pi:
+        raise ValueError(f"eps must lie in (0, pi], got {eps!r}")
+    if center is None:
+        center = np.eye(1, d).ravel()
+    else:
+        center = _unit_vector("center", center, d)
+    shape = _leading_shape(n, batch)
+    theta = _cap_polar_angles(math.prod(shape), d, eps, rng).reshape(shape)
+    x = _from_polar(np.cos(theta), np.sin(theta), d, rng)
+    return _finish(_renormalize(_rotate_from_e1(x, center)))
+
+
+def orthonormal(
+    n: int, d: int, *, rng: np.random.Generator, batch: int | None = None
+) -> FloatArray:
+    """Haar-random orthonormal tokens (a uniform point of the Stiefel manifold).
+
+    QR of a d×n standard Gaussian matrix, with the columns of Q multiplied by
+    the signs of diag(R): without that fix Q is not Haar distributed.
+
+    Parameters
+    ----------
+    n : int
+        Number of tokens, 1 <= n <= d.
+    d : int
+        Ambient dimension, >= 2.
+    rng : numpy.random.Generator
+        Source of randomness.
+    batch : int, optional
+        Number of independent configurations, >= 1.
+
+    Returns
+    -------
+    ndarray, shape (n, d) or (batch, n, d)
+        Rows orthonormal to rounding.
+    """
+    n = _check_int("n", n, 1)
+    d = _check_int("d", d, 2)
+    batch = _check_batch(batch)
+    rng = _check_rng(rng)
+    if n > d:
+        raise ValueError(f"orthonormal needs n <= d, got n={n} > d={d}")
+    lead = () if batch is None else (batch,)
+    g = rng.standard_normal((*lead, d, n))
+    q, r = np.linalg.qr(g)
+    sign = np.sign(np.diagonal(r, axis1=-2, axis2=-1))
+    sign = np.where(sign == 0.0, 1.0, sign)  # probability 0, but keep columns unit
+    q = q * sign[..., None, :]
+    return _finish(np.swapaxes(q, -1, -2))
+
+
+def _equispaced_sampler(
+    n: int,
+    d: int,
+    *,
+    rng: np.random.Generator,
+    batch: int | None = None,
+    phase: float = 0.0,
+) -> FloatArray:
+    """:func:`equispaced_circle` behind the common sampler signature (d must be 2).
+
+    ``rng`` is accepted for uniformity and not used; with ``batch`` every
+    configuration is the same.
+    """
+    d = _check_int("d", d, 2)
+    if d != 2:
+        raise ValueError(f"the 'equispaced' sampler only exists for d=2, got d={d}")
+    batch = _check_batch(batch)
+    _check_rng(rng)
+    x = equispaced_circle(n, phase=phase)
+    if batch is not None:
+        x = np.broadcast_to(x, (batch, *x.shape))
+    return _finish(x)
+
+
+#: Initial-condition samplers by name, all callable as ``f(n, d, *, rng, batch=None, **params)``.
+SAMPLERS: dict[str, Callable[..., FloatArray]] = {
+    "uniform": uniform,
+    "orthogonal": orthonormal,
+    "cap": spherical_cap,
+    "equispaced": _equispaced_sampler,
+    "vmf": von_mises_fisher,
+}

@@ -1,0 +1,162 @@
+"""Compiled attention kernels against their NumPy reference, and their symmetries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from particles.config import SimulationConfig
+from particles.fields import BLAS_MIN_D, build_field
+from particles.fields.attention import attention_reference
+from particles.integrators._rows import project_rows
+
+
+def _tokens(rng, n, d):
+    x = rng.normal(size=(n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _evaluate(field, X, parallel: bool, nchunks: int = 2) -> np.ndarray:
+    out = np.empty_like(X)
+    ws = np.empty(field.workspace(nchunks if parallel else 1))
+    (field.parallel if parallel else field.serial)(X, field.params, out, ws)
+    return out
+
+
+def _random_config(rng, n, d, beta, model, usa_scale, weights):
+    kw = {}
+    if weights:
+        # scaled so that ||Q^T K|| stays O(1) and USA weights stay finite
+        kw = dict(
+            Q=rng.normal(size=(d, d)) / np.sqrt(d),
+            K=rng.normal(size=(d, d)) / np.sqrt(d),
+            V=rng.normal(size=(d, d)),
+            masses=rng.uniform(0.2, 3.0, size=n),
+        )
+    return SimulationConfig(n=n, d=d, beta=beta, model=model, usa_scale=usa_scale, **kw)
+
+
+@pytest.mark.parametrize("d", [2, 3, 7, BLAS_MIN_D, 40])
+@pytest.mark.parametrize("n", [1, 5, 70])
+@pytest.mark.parametrize("model,usa_scale", [("sa", "n"), ("usa", "n"), ("usa", "n_exp_beta")])
+@pytest.mark.parametrize("weights", [False, True])
+def test_kernel_matches_reference(n, d, model, usa_scale, weights):
+    rng = np.random.default_rng(n * 1000 + d)
+    X = _tokens(rng, n, d)
+    for beta in (0.0, 1.0, 30.0, 500.0):
+        if model == "usa" and usa_scale == "n" and beta > 100:
+            continue  # e^beta overflows by design; validation rejects it (tested elsewhere)
+        if weights and model == "usa" and beta > 100:
+            continue
+        field = build_field(_random_config(rng, n, d, beta, model, usa_scale, weights))
+        ref = field.reference(X)
+        scale = np.abs(ref).max() or 1.0
+        for parallel in (False, True):
+            got = _evaluate(field, X, parallel)
+            assert np.all(np.isfinite(got))
+            np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * scale,
+                                       err_msg=f"beta={beta} parallel={parallel}")
+
+
+@pytest.mark.parametrize("d", [3, BLAS_MIN_D])
+def test_huge_beta_is_finite_and_exact(d):
+    rng = np.random.default_rng(1)
+    n = 40
+    X = _tokens(rng, n, d)
+    X[1] = X[0] + 1e-3 * rng.normal(size=d)  # one close pair: nontrivial weights at 1e4
+    X[1] /= np.linalg.norm(X[1])
+    for beta in (1e3, 1e4):
+        field = build_field(SimulationConfig(n=n, d=d, beta=beta))
+        ref = field.reference(X)
+        got = _evaluate(field, X, parallel=False)
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-11)
+        # usa with the time change is finite at huge beta too
+        field = build_field(SimulationConfig(n=n, d=d, beta=beta, model="usa",
+                                             usa_scale="n_exp_beta"))
+        got = _evaluate(field, X, parallel=True)
+        np.testing.assert_allclose(got, field.reference(X), rtol=0, atol=1e-11)
+
+
+def test_reference_is_softmax_formula():
+    """The oracle itself against the textbook formula (no max shift) at moderate beta."""
+    rng = np.random.default_rng(2)
+    n, d, beta = 6, 4, 2.5
+    X = _tokens(rng, n, d)
+    W = np.exp(beta * X @ X.T)
+    sa = (W / W.sum(1, keepdims=True)) @ X
+    usa = W @ X / n
+    np.testing.assert_allclose(attention_reference(X, beta=beta), sa, rtol=1e-14)
+    np.testing.assert_allclose(attention_reference(X, beta=beta, normalized=False), usa,
+                               rtol=1e-14)
+    np.testing.assert_allclose(
+        attention_reference(X, beta=beta, normalized=False, usa_shift=beta),
+        usa * np.exp(-beta), rtol=1e-14)
+
+
+@pytest.mark.parametrize("d", [3, BLAS_MIN_D])
+def test_permutation_equivariance(d):
+    rng = np.random.default_rng(3)
+    n = 33
+    X = _tokens(rng, n, d)
+    m = rng.uniform(0.5, 2, n)
+    perm = rng.permutation(n)
+    f1 = build_field(SimulationConfig(n=n, d=d, beta=4.0, masses=m))
+    f2 = build_field(SimulationConfig(n=n, d=d, beta=4.0, masses=m[perm]))
+    np.testing.assert_allclose(_evaluate(f2, X[perm], False), _evaluate(f1, X, False)[perm],
+                               rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("model", ["sa", "usa"])
+def test_rotation_equivariance(model):
+    rng = np.random.default_rng(4)
+    n, d = 20, 5
+    X = _tokens(rng, n, d)
+    R, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    V = rng.normal(size=(d, d))
+    # y(XR^T) = y(X) R^T when the weights are conjugated by R
+    f1 = build_field(SimulationConfig(n=n, d=d, beta=3.0, model=model, V=V))
+    f2 = build_field(SimulationConfig(n=n, d=d, beta=3.0, model=model, V=R @ V @ R.T))
+    np.testing.assert_allclose(_evaluate(f2, X @ R.T, False), _evaluate(f1, X, False) @ R.T,
+                               rtol=0, atol=1e-13)
+
+
+def test_projected_field_is_tangent():
+    rng = np.random.default_rng(5)
+    n, d = 30, 4
+    X = _tokens(rng, n, d)
+    field = build_field(SimulationConfig(n=n, d=d, beta=2.0, V=rng.normal(size=(d, d))))
+    Y = _evaluate(field, X, False)
+    project_rows(X, Y, Y)
+    assert np.abs(np.einsum("id,id->i", X, Y)).max() < 1e-14
+
+
+def test_fixed_points_have_zero_velocity():
+    d = 3
+    x = np.array([0.6, 0.0, 0.8])
+    for model in ("sa", "usa"):
+        # all tokens equal
+        X = np.tile(x, (5, 1))
+        field = build_field(SimulationConfig(n=5, d=d, beta=2.0, model=model))
+        Y = _evaluate(field, X, False)
+        project_rows(X, Y, Y)
+        assert np.abs(Y).max() < 1e-15
+        # an antipodal pair
+        X = np.stack([x, -x])
+        field = build_field(SimulationConfig(n=2, d=d, beta=2.0, model=model))
+        Y = _evaluate(field, X, False)
+        project_rows(X, Y, Y)
+        assert np.abs(Y).max() < 1e-15
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 40), d=st.integers(2, 6), beta=st.floats(0, 200),
+       seed=st.integers(0, 2**32 - 1))
+def test_kernel_property(n, d, beta, seed):
+    rng = np.random.default_rng(seed)
+    X = _tokens(rng, n, d)
+    field = build_field(SimulationConfig(n=n, d=d, beta=beta))
+    ref = field.reference(X)
+    np.testing.assert_allclose(_evaluate(field, X, False), ref, rtol=0, atol=1e-12)
