@@ -160,3 +160,25 @@ def test_kernel_property(n, d, beta, seed):
     field = build_field(SimulationConfig(n=n, d=d, beta=beta))
     ref = field.reference(X)
     np.testing.assert_allclose(_evaluate(field, X, False), ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("d", [3, 5, BLAS_MIN_D])
+def test_loose_shift_bound_falls_back_to_exact_max(d):
+    """Queries orthogonal to all keys: the Cauchy-Schwarz shift is ~beta too high,
+    and the kernel must recompute the rows with their true maximum."""
+    rng = np.random.default_rng(6)
+    n, beta = 20, 2000.0
+    X = _tokens(rng, n, d)
+    Q = np.zeros((d, d))
+    Q[-1, -1] = 1.0  # q_i along e_d
+    K = np.eye(d)
+    K[-1, -1] = 0.0  # k_j orthogonal to e_d: every score is 0
+    V = rng.normal(size=(d, d))
+    for model in ("sa", "usa"):
+        field = build_field(SimulationConfig(n=n, d=d, beta=beta, Q=Q, K=K, V=V, model=model,
+                                             usa_scale="n_exp_beta"))
+        ref = field.reference(X)
+        for parallel in (False, True):
+            got = _evaluate(field, X, parallel)
+            assert np.all(np.isfinite(got))
+            np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13 * np.abs(ref).max() + 1e-300)

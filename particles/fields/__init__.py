@@ -77,6 +77,7 @@ def _attention(config: SimulationConfig, *, normalized: bool) -> CompiledField:
         usa_shift,
         qk_identity,
         v_identity,
+        1.0 / float(masses.sum()),
     )
     blas = d >= BLAS_MIN_D
     if blas:

@@ -14,18 +14,23 @@ The dynamics is ``dx_i/dt = P_{x_i}(y_i)``; the Euler layer uses ``y`` itself
 integrators project.  Reference: Geshkovski, Letrouit, Polyanskiy, Rigollet,
 "A mathematical perspective on Transformers" (2023), eqs. (SA) and (USA).
 
-Numerics.  Scores ``s_ij = beta <q_i, k_j> + log m_j`` are shifted by their row
-maximum ``M_i`` before the exponential, so every weight lies in ``(0, 1]`` and
-results are finite and exact for beta up to 1e4.  USA multiplies the shifted
-sum back by ``exp(M_i - c) / N``; with ``usa_scale="n"`` that factor is
-``~e^beta`` and overflows above beta ~ 709, which configuration validation
-rejects (use ``usa_scale="n_exp_beta"``).
+Numerics.  Scores ``s_ij = beta <q_i, k_j> + log m_j`` are shifted by an upper
+bound ``M_i >= max_j s_ij`` (Cauchy-Schwarz, ``|q_i| max_j |k_j| + max log m``;
+exactly ``beta`` on the sphere with ``Q = K = I``) before the exponential, so
+every weight lies in ``(0, 1]`` and results are finite and exact for beta up
+to 1e4; a row whose bound is too loose (weights summing below 1e-100,
+possible for general Q, K) is recomputed with its true maximum.  The known
+bound lets scores, exponentials and the weighted sums run in one fused pass.
+USA multiplies back by ``exp(M_i - c) / N``; with ``usa_scale="n"`` that
+factor is ``~e^beta`` and overflows above beta ~ 709, which configuration
+validation rejects (use ``usa_scale="n_exp_beta"``).
 
 Two compiled paths compute the same thing and are both checked against
 :func:`attention_reference`:
 
 * *direct* (small ``d``): a streamed row of ``n`` scores per query, with the
-  vectorised polynomial exp; nothing of size ``n x n`` is held.
+  vectorised polynomial exp (fused into a single pass for d = 2, 3);
+  nothing of size ``n x n`` is held.
 * *blas* (large ``d``): blocks of ``B`` query rows, scores ``B x n`` by a BLAS
   product, exp fused in cache, then a second BLAS product with the values.
 
@@ -38,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from particles._numba import jit, prange
-from particles.fastexp import exp_row
+from particles.fastexp import exp_scalar
 
 #: rows per BLAS block: ``BLOCK * n`` scores stay in cache.
 BLOCK = 64
@@ -93,9 +98,9 @@ def attention_reference(
 
 
 @jit
-def _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vx):
-    """Scaled queries ``beta Q x_i`` into qs (n, d), keys transposed into kT (d, n),
-    values into vx (n, d)."""
+def _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT):
+    """Scaled queries ``beta Q x_i`` into qs (n, d); keys ``K x_j`` and values
+    ``V x_j`` transposed into kT, vT (d, n), so row loops run over contiguous j."""
     n, d = X.shape
     for i in range(n):
         for a in range(d):
@@ -111,33 +116,141 @@ def _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vx):
             qs[i, a] = beta * qa
             kT[a, i] = ka
             if v_identity:
-                vx[i, a] = X[i, a]
+                vT[a, i] = X[i, a]
             else:
                 va = 0.0
                 for b in range(d):
                     va += V[a, b] * X[i, b]
-                vx[i, a] = va
+                vT[a, i] = va
 
 
 @jit
-def _finish_row(buf, logm, scale_sa, usa_shift, inv_mass, normalized):
-    """Shift a row of raw scores by its max, exponentiate in place, return the
-    factor that turns ``sum_j w_j v_j`` into ``y_i``."""
-    n = buf.shape[0]
-    M = -np.inf
+def _bounds(qs, kT, logm, qbound):
+    """Upper bounds ``|q_i| max_j |k_j| + max_j log m_j`` of each row's scores.
+
+    Cauchy-Schwarz makes them safe shifts (no exp overflows); on the sphere
+    with ``Q = K = I`` and equal masses they equal the row maximum ``beta``.
+    """
+    n, d = qs.shape
+    kmax = 0.0
     for j in range(n):
-        s = buf[j] + logm[j]
-        buf[j] = s
-        M = max(M, s)
+        s = 0.0
+        for a in range(d):
+            s += kT[a, j] * kT[a, j]
+        kmax = max(kmax, s)
+    kmax = np.sqrt(kmax)
+    lmax = -np.inf
     for j in range(n):
-        buf[j] -= M
-    exp_row(buf, buf)
-    if normalized:
-        Z = 0.0
+        lmax = max(lmax, logm[j])
+    for i in range(n):
+        s = 0.0
+        for a in range(d):
+            s += qs[i, a] * qs[i, a]
+        qbound[i] = np.sqrt(s) * kmax + lmax
+
+
+#: a row whose weights sum below this had a shift far above its true maximum
+#: (``Z >= exp(max_j s_ij - M_i)``), so its weights lost range: it is recomputed
+#: with the exact maximum.  The test keeps the max out of the fused loop, where
+#: a NaN-aware max reduction would stop LLVM from vectorising.
+_TINY_Z = 1e-100
+
+
+@jit
+def _row(i, qs, kT, vT, logm, m, buf, acc):
+    """Weights of query row i shifted by m, in one fused pass where d is 2 or 3.
+
+    Writes ``acc[a] = sum_j w_j v_j[a]`` with ``w_j = exp(s_ij - m)`` and
+    returns ``Z = sum_j w_j``.  ``buf`` (n,) is scratch.
+    """
+    n = kT.shape[1]
+    d = qs.shape[1]
+    Z = 0.0
+    if d == 2:
+        q0, q1 = qs[i, 0], qs[i, 1]
+        k0, k1 = kT[0], kT[1]
+        v0, v1 = vT[0], vT[1]
+        a0 = 0.0
+        a1 = 0.0
         for j in range(n):
-            Z += buf[j]
-        return scale_sa / Z
-    return np.exp(M - usa_shift) * inv_mass
+            sc = q0 * k0[j] + q1 * k1[j] + logm[j]
+            w = exp_scalar(sc - m)
+            Z += w
+            a0 += w * v0[j]
+            a1 += w * v1[j]
+        acc[0] = a0
+        acc[1] = a1
+    elif d == 3:
+        q0, q1, q2 = qs[i, 0], qs[i, 1], qs[i, 2]
+        k0, k1, k2 = kT[0], kT[1], kT[2]
+        v0, v1, v2 = vT[0], vT[1], vT[2]
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        for j in range(n):
+            sc = q0 * k0[j] + q1 * k1[j] + q2 * k2[j] + logm[j]
+            w = exp_scalar(sc - m)
+            Z += w
+            a0 += w * v0[j]
+            a1 += w * v1[j]
+            a2 += w * v2[j]
+        acc[0] = a0
+        acc[1] = a1
+        acc[2] = a2
+    else:
+        # scores by d vectorised passes, one fused exp pass, d passes for values
+        for j in range(n):
+            buf[j] = logm[j]
+        for a in range(d):
+            qa = qs[i, a]
+            kr = kT[a]
+            for j in range(n):
+                buf[j] += qa * kr[j]
+        for j in range(n):
+            sc = buf[j]
+            w = exp_scalar(sc - m)
+            buf[j] = w
+            Z += w
+        for a in range(d):
+            vr = vT[a]
+            t = 0.0
+            for j in range(n):
+                t += buf[j] * vr[j]
+            acc[a] = t
+    return Z
+
+
+@jit
+def _row_max(i, qs, kT, logm):
+    """Exact maximum of the scores of query row i (the rare slow path)."""
+    n = kT.shape[1]
+    d = qs.shape[1]
+    smax = -np.inf
+    for j in range(n):
+        sc = logm[j]
+        for a in range(d):
+            sc += qs[i, a] * kT[a, j]
+        smax = max(smax, sc)
+    return smax
+
+
+@jit
+def _exp_row_shifted(Sr, logm, m):
+    """``Sr[j] <- exp(Sr[j] + log m_j - m)`` in place; returns the sum."""
+    Z = 0.0
+    for j in range(Sr.shape[0]):
+        w = exp_scalar(Sr[j] + logm[j] - m)
+        Sr[j] = w
+        Z += w
+    return Z
+
+
+@jit
+def _row_factor(Z, m, normalized, usa_shift, inv_mass):
+    """Factor turning ``sum_j w_j v_j`` (weights shifted by m) into ``y_i``."""
+    if normalized:
+        return 1.0 / Z
+    return np.exp(m - usa_shift) * inv_mass
 
 
 def _make_direct(parallel: bool):
@@ -145,37 +258,33 @@ def _make_direct(parallel: bool):
     def attention_direct(X, p, out, ws):
         """Attention output of one system, streamed rows (small d).
 
-        ``ws`` is float64 scratch of length ``3 n d + nchunks * n``; ``out``
-        (n, d) receives ``y``.
+        ``ws`` is float64 scratch of length ``3 n d + n + nchunks * (n + d)``;
+        ``out`` (n, d) receives ``y``.
         """
-        Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity = p
+        Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity, inv_mass = p
         n, d = X.shape
         nd = n * d
         qs = ws[0:nd].reshape((n, d))
         kT = ws[nd:2 * nd].reshape((d, n))
-        vx = ws[2 * nd:3 * nd].reshape((n, d))
-        nchunks = (ws.shape[0] - 3 * nd) // n
-        _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vx)
-        mtot = 0.0
-        for j in range(n):
-            mtot += np.exp(logm[j])
-        inv_mass = 1.0 / mtot
+        vT = ws[2 * nd:3 * nd].reshape((d, n))
+        bound = ws[3 * nd:3 * nd + n]
+        base = 3 * nd + n
+        nchunks = (ws.shape[0] - base) // (n + d)
+        _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
+        _bounds(qs, kT, logm, bound)
         for c in prange(nchunks):
-            buf = ws[3 * nd + c * n:3 * nd + (c + 1) * n]
+            off = base + c * (n + d)
+            buf = ws[off:off + n]
+            acc = ws[off + n:off + n + d]
             for i in range(c, n, nchunks):
-                for j in range(n):
-                    buf[j] = 0.0
+                m = bound[i]
+                Z = _row(i, qs, kT, vT, logm, m, buf, acc)
+                if Z < _TINY_Z:
+                    m = _row_max(i, qs, kT, logm)
+                    Z = _row(i, qs, kT, vT, logm, m, buf, acc)
+                f = _row_factor(Z, m, normalized, usa_shift, inv_mass)
                 for a in range(d):
-                    qa = qs[i, a]
-                    krow = kT[a]
-                    for j in range(n):
-                        buf[j] += qa * krow[j]
-                f = _finish_row(buf, logm, 1.0, usa_shift, inv_mass, normalized)
-                for a in range(d):
-                    acc = 0.0
-                    for j in range(n):
-                        acc += buf[j] * vx[j, a]
-                    out[i, a] = acc * f
+                    out[i, a] = acc[a] * f
 
     return attention_direct
 
@@ -185,41 +294,47 @@ def _make_blas(parallel: bool):
     def attention_blas(X, p, out, ws):
         """Attention output of one system in row blocks with BLAS products (large d).
 
-        ``ws`` is float64 scratch of length ``3 n d + nchunks * BLOCK * (n + d)``.
+        ``ws`` is float64 scratch of length ``3 n d + n + nchunks * BLOCK * (n + d)``.
         BLAS must be single-threaded when ``parallel`` (see simulate).
         """
-        Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity = p
+        Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity, inv_mass = p
         n, d = X.shape
         nd = n * d
         qs = ws[0:nd].reshape((n, d))
         kT = ws[nd:2 * nd].reshape((d, n))
-        vx = ws[2 * nd:3 * nd].reshape((n, d))
+        vT = ws[2 * nd:3 * nd].reshape((d, n))
+        bound = ws[3 * nd:3 * nd + n]
+        base = 3 * nd + n
         per = BLOCK * (n + d)
-        nchunks = (ws.shape[0] - 3 * nd) // per
-        _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vx)
-        mtot = 0.0
-        for j in range(n):
-            mtot += np.exp(logm[j])
-        inv_mass = 1.0 / mtot
+        nchunks = (ws.shape[0] - base) // per
+        _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
+        _bounds(qs, kT, logm, bound)
+        vx = vT.T  # (n, d) view for the second product
         nblocks = (n + BLOCK - 1) // BLOCK
         for c in prange(nchunks):
-            base = 3 * nd + c * per
+            off = base + c * per
             for blk in range(c, nblocks, nchunks):
                 i0 = blk * BLOCK
                 i1 = min(n, i0 + BLOCK)
                 rows = i1 - i0
-                S = ws[base:base + rows * n].reshape((rows, n))
-                Yb = ws[base + BLOCK * n:base + BLOCK * n + rows * d].reshape((rows, d))
+                S = ws[off:off + rows * n].reshape((rows, n))
+                Yb = ws[off + BLOCK * n:off + BLOCK * n + rows * d].reshape((rows, d))
                 np.dot(qs[i0:i1], kT, S)
                 for r in range(rows):
-                    f = _finish_row(S[r], logm, 1.0, usa_shift, inv_mass, normalized)
-                    # fold the row factor into the weights so one GEMM gives y
-                    for j in range(n):
-                        S[r, j] *= f
+                    Sr = S[r]
+                    m = bound[i0 + r]
+                    Z = _exp_row_shifted(Sr, logm, m)
+                    if Z < _TINY_Z:
+                        # loose bound: recompute the scores, shift by the true max
+                        np.dot(qs[i0 + r], kT, Sr)
+                        m = _row_max(i0 + r, qs, kT, logm)
+                        Z = _exp_row_shifted(Sr, logm, m)
+                    bound[i0 + r] = _row_factor(Z, m, normalized, usa_shift, inv_mass)
                 np.dot(S, vx, Yb)
                 for r in range(rows):
+                    f = bound[i0 + r]
                     for a in range(d):
-                        out[i0 + r, a] = Yb[r, a]
+                        out[i0 + r, a] = Yb[r, a] * f
 
     return attention_blas
 
@@ -242,5 +357,5 @@ def workspace_size(n: int, d: int, nchunks: int, blas: bool) -> int:
     blas : bool
         Whether the BLAS (blocked) path is used.
     """
-    per = BLOCK * (n + d) if blas else n
-    return 3 * n * d + nchunks * per
+    per = BLOCK * (n + d) if blas else n + d
+    return 3 * n * d + n + nchunks * per

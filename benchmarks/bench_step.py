@@ -1,0 +1,160 @@
+"""Seconds per Transformer-layer step: particles vs a plain NumPy baseline.
+
+The baseline is the papers' style of code: batched matmul for the scores,
+softmax with the max shift, a second matmul, residual update and layer
+normalisation, all in NumPy (float64).  particles runs the same Euler layer
+(``integrator="euler"``) through its compiled runners.  Both are timed side by
+side in one process; the table prints seconds per step and the speed-up.
+
+Usage::
+
+    python benchmarks/bench_step.py            # full table (a few minutes)
+    python benchmarks/bench_step.py --quick    # small sizes only
+    python benchmarks/bench_step.py --memory   # peak RSS of one n=100000, d=3 step
+
+Reference numbers for the machine (float64 GEMM rate) are measured too, so
+the large-d case can be compared with "half the GEMM rate".
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+
+import numba
+import numpy as np
+
+from particles.config import SimulationConfig
+from particles.fields import build_field
+from particles.integrators.driver import fixed_runner
+from particles.simulate import _blas_guard, _layout
+
+CASES = [
+    # (label, n, d, batch)
+    ("ensemble", 32, 3, 1024),
+    ("circle", 64, 2, None),
+    ("medium", 1024, 16, None),
+    ("large d", 4096, 64, None),
+    ("large n", 16384, 3, None),
+]
+
+
+def numpy_layer(X: np.ndarray, beta: float, h: float) -> np.ndarray:
+    """One Transformer layer in NumPy; X of shape (batch, n, d)."""
+    S = beta * (X @ X.transpose(0, 2, 1))
+    S -= S.max(axis=-1, keepdims=True)
+    A = np.exp(S)
+    A /= A.sum(axis=-1, keepdims=True)
+    X = X + h * (A @ X)
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+def _time(fn, min_time: float = 1.0, max_reps: int = 1000) -> float:
+    """Best-of-3 seconds per call, each trial running at least ``min_time``."""
+    fn()  # warm-up (compilation, page faults)
+    best = np.inf
+    for _ in range(3):
+        reps, t0 = 0, time.perf_counter()
+        while True:
+            fn()
+            reps += 1
+            dt = time.perf_counter() - t0
+            if dt >= min_time / 3 or reps >= max_reps:
+                break
+        best = min(best, dt / reps)
+    return best
+
+
+def particles_step_time(n: int, d: int, batch: int | None, beta: float, h: float,
+                        steps: int) -> tuple[float, str]:
+    """Seconds per Euler step through the compiled runner, and the path taken."""
+    config = SimulationConfig(n=n, d=d, beta=beta, integrator="euler", dt=h, batch=batch)
+    field = build_field(config)
+    layout = _layout(config)
+    nthreads = numba.get_num_threads()
+    drift = field.parallel if layout == "rows" else field.serial
+    wsize = field.workspace(nthreads if layout == "rows" else 1)
+    run = fixed_runner("euler", drift, layout)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(batch or 1, n, d))
+    X /= np.linalg.norm(X, axis=-1, keepdims=True)
+
+    def go():
+        with _blas_guard(field, layout, batch or 1):
+            run(X, steps, h, field.params, wsize)
+
+    return _time(go) / steps, f"{field.name}/{layout}"
+
+
+def numpy_step_time(n: int, d: int, batch: int | None, beta: float, h: float) -> float:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(batch or 1, n, d))
+    X /= np.linalg.norm(X, axis=-1, keepdims=True)
+    return _time(lambda: numpy_layer(X, beta, h))
+
+
+def gemm_rate() -> float:
+    """Measured float64 GEMM rate of this machine (FLOP/s), 2048^3."""
+    a = np.random.default_rng(0).normal(size=(2048, 2048))
+    t = _time(lambda: a @ a)
+    return 2 * 2048**3 / t
+
+
+def memory_case(n: int = 100_000, d: int = 3) -> None:
+    """Advance n tokens in d dimensions by one step; print the peak RSS."""
+    config = SimulationConfig(n=n, d=d, beta=1.0, integrator="euler", dt=0.01)
+    field = build_field(config)
+    layout = _layout(config)
+    nthreads = numba.get_num_threads()
+    run = fixed_runner("euler", field.parallel if layout == "rows" else field.serial, layout)
+    X = np.random.default_rng(0).normal(size=(1, n, d))
+    X /= np.linalg.norm(X, axis=-1, keepdims=True)
+    wsize = field.workspace(nthreads if layout == "rows" else 1)
+    t0 = time.perf_counter()
+    run(X, 1, 0.01, field.params, wsize)
+    t1 = time.perf_counter()
+    run(X, 1, 0.01, field.params, wsize)
+    t2 = time.perf_counter()
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"n={n} d={d}: first step (with compile) {t1 - t0:.1f} s, step {t2 - t1:.2f} s, "
+          f"peak RSS {peak_mb:.0f} MB (state {X.nbytes / 2**20:.1f} MB)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small cases only")
+    parser.add_argument("--memory", action="store_true", help="n=100000 peak-memory case")
+    parser.add_argument("--beta", type=float, default=1.0)
+    args = parser.parse_args()
+    if args.memory:
+        # a fresh process, so the peak RSS belongs to this case alone
+        subprocess.run([sys.executable, "-c",
+                        "from benchmarks.bench_step import memory_case; memory_case()"],
+                       check=True)
+        return
+    cases = CASES[:2] if args.quick else CASES
+    h = 0.01
+    print(f"numba threads: {numba.get_num_threads()}, threading layer: "
+          f"{numba.config.THREADING_LAYER}, beta={args.beta}, float64")
+    rate = gemm_rate()
+    print(f"float64 GEMM rate: {rate / 1e9:.1f} GFLOP/s")
+    print()
+    header = (f"{'case':<10} {'n':>6} {'d':>4} {'batch':>6} {'path':>14} "
+              f"{'numpy s/step':>13} {'particles s/step':>17} {'speed-up':>9} {'GFLOP/s':>8}")
+    print(header)
+    print("-" * len(header))
+    for label, n, d, batch in cases:
+        pairs = (batch or 1) * n * n
+        steps = max(1, int(2e7 // pairs))
+        t_ours, path = particles_step_time(n, d, batch, args.beta, h, steps)
+        t_np = numpy_step_time(n, d, batch, args.beta, h)
+        gflops = 4 * d * pairs / t_ours / 1e9  # two n x n x d products per step
+        print(f"{label:<10} {n:>6} {d:>4} {batch or '-':>6} {path:>14} {t_np:>13.3e} "
+              f"{t_ours:>17.3e} {t_np / t_ours:>8.1f}x {gflops:>8.1f}")
+
+
+if __name__ == "__main__":
+    main()
