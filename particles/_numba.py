@@ -1,12 +1,24 @@
-"""The one place that holds Numba compilation flags.
+"""The one place that holds Numba compilation flags and specialisation.
 
 Every compiled kernel in the package is decorated through :func:`jit`, so the
 flags (fast-math subset, caching, error model) are chosen once.  ``reassoc``
 and ``contract`` let LLVM vectorise reductions and fuse multiply-adds; we do
 *not* allow ``nnan``/``ninf``, so NaN and infinity checks keep working.
+
+Composed kernels (an integrator step around a field, a runner around a step)
+are built by :func:`specialize` from plain template functions whose free
+global names are bound per composition.  Unlike closures, these copies can be
+cached on disk: Numba keys its cache on the function's qualified name and
+bytecode, so the qualified name carries the composition and a hash of the
+package sources (a changed kernel anywhere invalidates every composed cache).
 """
 
 from __future__ import annotations
+
+import hashlib
+import re
+import types
+from pathlib import Path
 
 import numba
 
@@ -22,8 +34,8 @@ def jit(*args, parallel: bool = False, cache: bool = False, fastmath=FASTMATH, *
     parallel : bool
         Compile ``prange`` loops as parallel regions.
     cache : bool
-        Cache the compiled code on disk (only for module-level kernels that
-        do not close over other dispatchers).
+        Cache the compiled code on disk (module-level kernels and
+        :func:`specialize` copies; never closures over dispatchers).
     fastmath : set of str
         LLVM fast-math flags; defaults to :data:`FASTMATH`.
     """
@@ -32,6 +44,69 @@ def jit(*args, parallel: bool = False, cache: bool = False, fastmath=FASTMATH, *
     if args and callable(args[0]):
         return numba.njit(**opts)(args[0])
     return numba.njit(*args, **opts)
+
+
+def _source_hash() -> str:
+    digest = hashlib.sha1()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+#: hash of the package sources, part of every specialised kernel's cache key.
+SOURCE_HASH = _source_hash()
+
+
+def kernel_key(fn) -> str:
+    """A stable identifier of a compiled (or plain) function, for specialisation keys."""
+    py = getattr(fn, "py_func", fn)
+    return f"{py.__module__}.{py.__qualname__}"
+
+
+def specialize(template, key: str, *, parallel: bool = False, fastmath=FASTMATH, **bindings):
+    """Compile a copy of ``template`` with some of its global names rebound.
+
+    Parameters
+    ----------
+    template : function
+        Plain Python function written against module-level names (for
+        example ``drift``) that ``bindings`` replace.
+    key : str
+        Identifies the bindings (e.g. :func:`kernel_key` of the bound kernel);
+        it becomes part of the qualified name and so of the cache key.
+    parallel, fastmath
+        As in :func:`jit`.
+    **bindings
+        Global names to rebind: compiled functions or constants.
+
+    Returns
+    -------
+    numba dispatcher
+        Cached on disk, keyed by template, key and :data:`SOURCE_HASH`.
+    """
+    # without bindings the module's live namespace serves (names defined later
+    # in the module resolve at compile time); with bindings, a copy
+    scope = template.__globals__
+    if bindings:
+        scope = {**scope, **bindings}
+    fn = types.FunctionType(template.__code__, scope, template.__name__,
+                            template.__defaults__, template.__closure__)
+    safe = re.sub(r"\W", "_", key)
+    fn.__qualname__ = f"{template.__qualname__}__{safe}__{SOURCE_HASH}"
+    fn.__module__ = template.__module__
+    fn.__doc__ = template.__doc__
+    return jit(fn, parallel=parallel, cache=True, fastmath=fastmath)
+
+
+def cached(*, parallel: bool = False, fastmath=FASTMATH):
+    """Decorator: :func:`jit` with an on-disk cache keyed by :data:`SOURCE_HASH`.
+
+    For module-level entry points called from Python.  (Numba's own
+    ``cache=True`` only checks the caller's source file, so a change in a
+    kernel it calls from another module would leave it stale.)
+    """
+    return lambda fn: specialize(fn, "cached", parallel=parallel, fastmath=fastmath)
 
 
 prange = numba.prange

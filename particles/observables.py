@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._numba import jit, prange
+from particles._numba import cached, jit, prange, specialize
 from particles.fastexp import exp_row
 
 #: names, in storage order, of the observables computed here.
@@ -33,59 +33,55 @@ NAMES = (
 )
 
 
-def _make_pairs(parallel: bool):
-    @jit(parallel=parallel)
-    def pair_sums(X, beta, m, nchunks, out):
-        """Fill out[0:3] = (sum_ij m_i m_j exp(beta(<x_i,x_j> - 1)),
-        sum_ij m_i m_j <x_i, x_j>, min_{i<j} <x_i, x_j>) for X (n, d)."""
-        n, d = X.shape
-        XT = np.ascontiguousarray(X.T)
-        partial = np.zeros((nchunks, 3))
-        for c in prange(nchunks):
-            buf = np.empty(n)
-            e_acc = 0.0
-            g_acc = 0.0
-            mn = np.inf
-            for i in range(c, n, nchunks):
-                row = buf[i + 1:n]
+def _pair_sums(X, beta, m, nchunks, out):
+    """Fill out[0:3] = (sum_ij m_i m_j exp(beta(<x_i,x_j> - 1)),
+    sum_ij m_i m_j <x_i, x_j>, min_{i<j} <x_i, x_j>) for X (n, d)."""
+    n, d = X.shape
+    XT = np.ascontiguousarray(X.T)
+    partial = np.zeros((nchunks, 3))
+    for c in prange(nchunks):
+        buf = np.empty(n)
+        e_acc = 0.0
+        g_acc = 0.0
+        mn = np.inf
+        for i in range(c, n, nchunks):
+            row = buf[i + 1:n]
+            for j in range(row.shape[0]):
+                row[j] = 0.0
+            for a in range(d):
+                xa = X[i, a]
+                col = XT[a, i + 1:n]
                 for j in range(row.shape[0]):
-                    row[j] = 0.0
-                for a in range(d):
-                    xa = X[i, a]
-                    col = XT[a, i + 1:n]
-                    for j in range(row.shape[0]):
-                        row[j] += xa * col[j]
-                mrow = m[i + 1:n]
-                g = 0.0
-                for j in range(row.shape[0]):
-                    g += mrow[j] * row[j]
-                    mn = min(mn, row[j])
-                    row[j] = beta * (row[j] - 1.0)
-                exp_row(row, row)
-                e = 0.0
-                for j in range(row.shape[0]):
-                    e += mrow[j] * row[j]
-                sii = 0.0
-                for a in range(d):
-                    sii += X[i, a] * X[i, a]
-                # diagonal term once, off-diagonal pairs twice (symmetry)
-                e_acc += m[i] * (m[i] * np.exp(beta * (sii - 1.0)) + 2.0 * e)
-                g_acc += m[i] * (m[i] * sii + 2.0 * g)
-            partial[c, 0] = e_acc
-            partial[c, 1] = g_acc
-            partial[c, 2] = mn
-        out[0] = partial[:, 0].sum()
-        out[1] = partial[:, 1].sum()
-        out[2] = partial[:, 2].min()
-
-    return pair_sums
+                    row[j] += xa * col[j]
+            mrow = m[i + 1:n]
+            g = 0.0
+            for j in range(row.shape[0]):
+                g += mrow[j] * row[j]
+                mn = min(mn, row[j])
+                row[j] = beta * (row[j] - 1.0)
+            exp_row(row, row)
+            e = 0.0
+            for j in range(row.shape[0]):
+                e += mrow[j] * row[j]
+            sii = 0.0
+            for a in range(d):
+                sii += X[i, a] * X[i, a]
+            # diagonal term once, off-diagonal pairs twice (symmetry)
+            e_acc += m[i] * (m[i] * np.exp(beta * (sii - 1.0)) + 2.0 * e)
+            g_acc += m[i] * (m[i] * sii + 2.0 * g)
+        partial[c, 0] = e_acc
+        partial[c, 1] = g_acc
+        partial[c, 2] = mn
+    out[0] = partial[:, 0].sum()
+    out[1] = partial[:, 1].sum()
+    out[2] = partial[:, 2].min()
 
 
-_pairs_serial = _make_pairs(False)
-_pairs_parallel = _make_pairs(True)
+_pairs_serial = specialize(_pair_sums, "serial")
+_pairs_parallel = specialize(_pair_sums, "parallel", parallel=True)
 
 
-@jit(parallel=True)
+@cached(parallel=True)
 def _batch_observables(Xb, beta, m, out):
     B = Xb.shape[0]
     for b in prange(B):
@@ -124,6 +120,7 @@ def _finish(X, beta, m, sums, out):
     out[4] = (r2 - sq) / (n * (n - 1.0)) if n > 1 else 1.0
 
 
+@cached()
 def _single_observables(X, beta, m, out, nchunks):
     sums = np.empty(3)
     _pairs_parallel(X, beta, m, nchunks, sums)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._numba import jit, prange
+from particles._numba import jit, prange, specialize
 from particles.fastexp import exp_scalar
 
 #: rows per BLAS block: ``BLOCK * n`` scores stay in cache.
@@ -253,96 +253,91 @@ def _row_factor(Z, m, normalized, usa_shift, inv_mass):
     return np.exp(m - usa_shift) * inv_mass
 
 
-def _make_direct(parallel: bool):
-    @jit(parallel=parallel)
-    def attention_direct(X, p, out, ws):
-        """Attention output of one system, streamed rows (small d).
+def _attention_direct(X, p, out, ws):
+    """Attention output of one system, streamed rows (small d).
 
-        ``ws`` is float64 scratch of length ``3 n d + n + nchunks * (n + d)``;
-        ``out`` (n, d) receives ``y``.
-        """
-        Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity, inv_mass = p
-        n, d = X.shape
-        nd = n * d
-        qs = ws[0:nd].reshape((n, d))
-        kT = ws[nd:2 * nd].reshape((d, n))
-        vT = ws[2 * nd:3 * nd].reshape((d, n))
-        bound = ws[3 * nd:3 * nd + n]
-        base = 3 * nd + n
-        nchunks = (ws.shape[0] - base) // (n + d)
-        _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
-        _bounds(qs, kT, logm, bound)
-        for c in prange(nchunks):
-            off = base + c * (n + d)
-            buf = ws[off:off + n]
-            acc = ws[off + n:off + n + d]
-            for i in range(c, n, nchunks):
-                m = bound[i]
+    ``ws`` is float64 scratch of length ``3 n d + n + nchunks * (n + d)``;
+    ``out`` (n, d) receives ``y``.
+    """
+    Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity, inv_mass = p
+    n, d = X.shape
+    nd = n * d
+    qs = ws[0:nd].reshape((n, d))
+    kT = ws[nd:2 * nd].reshape((d, n))
+    vT = ws[2 * nd:3 * nd].reshape((d, n))
+    bound = ws[3 * nd:3 * nd + n]
+    base = 3 * nd + n
+    nchunks = (ws.shape[0] - base) // (n + d)
+    _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
+    _bounds(qs, kT, logm, bound)
+    for c in prange(nchunks):
+        off = base + c * (n + d)
+        buf = ws[off:off + n]
+        acc = ws[off + n:off + n + d]
+        for i in range(c, n, nchunks):
+            m = bound[i]
+            Z = _row(i, qs, kT, vT, logm, m, buf, acc)
+            if Z < _TINY_Z:
+                m = _row_max(i, qs, kT, logm)
                 Z = _row(i, qs, kT, vT, logm, m, buf, acc)
+            f = _row_factor(Z, m, normalized, usa_shift, inv_mass)
+            for a in range(d):
+                out[i, a] = acc[a] * f
+
+
+
+def _attention_blas(X, p, out, ws):
+    """Attention output of one system in row blocks with BLAS products (large d).
+
+    ``ws`` is float64 scratch of length ``3 n d + n + nchunks * BLOCK * (n + d)``.
+    BLAS must be single-threaded when ``parallel`` (see simulate).
+    """
+    Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity, inv_mass = p
+    n, d = X.shape
+    nd = n * d
+    qs = ws[0:nd].reshape((n, d))
+    kT = ws[nd:2 * nd].reshape((d, n))
+    vT = ws[2 * nd:3 * nd].reshape((d, n))
+    bound = ws[3 * nd:3 * nd + n]
+    base = 3 * nd + n
+    per = BLOCK * (n + d)
+    nchunks = (ws.shape[0] - base) // per
+    _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
+    _bounds(qs, kT, logm, bound)
+    vx = vT.T  # (n, d) view for the second product
+    nblocks = (n + BLOCK - 1) // BLOCK
+    for c in prange(nchunks):
+        off = base + c * per
+        for blk in range(c, nblocks, nchunks):
+            i0 = blk * BLOCK
+            i1 = min(n, i0 + BLOCK)
+            rows = i1 - i0
+            S = ws[off:off + rows * n].reshape((rows, n))
+            Yb = ws[off + BLOCK * n:off + BLOCK * n + rows * d].reshape((rows, d))
+            np.dot(qs[i0:i1], kT, S)
+            for r in range(rows):
+                Sr = S[r]
+                m = bound[i0 + r]
+                Z = _exp_row_shifted(Sr, logm, m)
                 if Z < _TINY_Z:
-                    m = _row_max(i, qs, kT, logm)
-                    Z = _row(i, qs, kT, vT, logm, m, buf, acc)
-                f = _row_factor(Z, m, normalized, usa_shift, inv_mass)
-                for a in range(d):
-                    out[i, a] = acc[a] * f
-
-    return attention_direct
-
-
-def _make_blas(parallel: bool):
-    @jit(parallel=parallel)
-    def attention_blas(X, p, out, ws):
-        """Attention output of one system in row blocks with BLAS products (large d).
-
-        ``ws`` is float64 scratch of length ``3 n d + n + nchunks * BLOCK * (n + d)``.
-        BLAS must be single-threaded when ``parallel`` (see simulate).
-        """
-        Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity, inv_mass = p
-        n, d = X.shape
-        nd = n * d
-        qs = ws[0:nd].reshape((n, d))
-        kT = ws[nd:2 * nd].reshape((d, n))
-        vT = ws[2 * nd:3 * nd].reshape((d, n))
-        bound = ws[3 * nd:3 * nd + n]
-        base = 3 * nd + n
-        per = BLOCK * (n + d)
-        nchunks = (ws.shape[0] - base) // per
-        _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
-        _bounds(qs, kT, logm, bound)
-        vx = vT.T  # (n, d) view for the second product
-        nblocks = (n + BLOCK - 1) // BLOCK
-        for c in prange(nchunks):
-            off = base + c * per
-            for blk in range(c, nblocks, nchunks):
-                i0 = blk * BLOCK
-                i1 = min(n, i0 + BLOCK)
-                rows = i1 - i0
-                S = ws[off:off + rows * n].reshape((rows, n))
-                Yb = ws[off + BLOCK * n:off + BLOCK * n + rows * d].reshape((rows, d))
-                np.dot(qs[i0:i1], kT, S)
-                for r in range(rows):
-                    Sr = S[r]
-                    m = bound[i0 + r]
+                    # loose bound: recompute the scores, shift by the true max
+                    np.dot(qs[i0 + r], kT, Sr)
+                    m = _row_max(i0 + r, qs, kT, logm)
                     Z = _exp_row_shifted(Sr, logm, m)
-                    if Z < _TINY_Z:
-                        # loose bound: recompute the scores, shift by the true max
-                        np.dot(qs[i0 + r], kT, Sr)
-                        m = _row_max(i0 + r, qs, kT, logm)
-                        Z = _exp_row_shifted(Sr, logm, m)
-                    bound[i0 + r] = _row_factor(Z, m, normalized, usa_shift, inv_mass)
-                np.dot(S, vx, Yb)
-                for r in range(rows):
-                    f = bound[i0 + r]
-                    for a in range(d):
-                        out[i0 + r, a] = Yb[r, a] * f
-
-    return attention_blas
+                bound[i0 + r] = _row_factor(Z, m, normalized, usa_shift, inv_mass)
+            np.dot(S, vx, Yb)
+            for r in range(rows):
+                f = bound[i0 + r]
+                for a in range(d):
+                    out[i0 + r, a] = Yb[r, a] * f
 
 
-attention_direct_serial = _make_direct(False)
-attention_direct_parallel = _make_direct(True)
-attention_blas_serial = _make_blas(False)
-attention_blas_parallel = _make_blas(True)
+
+
+attention_direct_serial = specialize(_attention_direct, "serial")
+attention_direct_parallel = specialize(_attention_direct, "parallel", parallel=True)
+attention_blas_serial = specialize(_attention_blas, "serial")
+attention_blas_parallel = specialize(_attention_blas, "parallel", parallel=True)
 
 
 def workspace_size(n: int, d: int, nchunks: int, blas: bool) -> int:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
-from particles._numba import jit
+from particles._numba import jit, kernel_key, specialize
 
 
 @jit
@@ -74,3 +76,18 @@ def exp_map_rows(X, h, W, out):
         inv = 1.0 / np.sqrt(nrm)
         for a in range(d):
             out[i, a] *= inv
+
+
+drift = None  # bound by tangent_field
+
+
+def _tangent(X, p, out, ws):
+    drift(X, p, out, ws)
+    project_rows(X, out, out)
+
+
+@cache
+def tangent_field(drift):
+    """Compile ``field(X, p, out, ws)``: the drift projected on the tangent spaces,
+    ``out_i = P_{x_i}(y_i)``."""
+    return specialize(_tangent, kernel_key(drift), drift=drift)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._numba import jit
-from particles.integrators._rows import normalize_rows, project_rows
+from particles._numba import kernel_key, specialize
+from particles.integrators._rows import normalize_rows, tangent_field
 
 ORDER = 5
 STAGES = 9
@@ -33,61 +33,57 @@ _B = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])
 _E = np.array([71 / 57600, 0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40])
 
 
+field = None  # bound by make_attempt
+attempt = None  # bound by make_step
+
+
+def _attempt(X, h, p, ws, S, rtol, atol):
+    n, d = X.shape
+    Xt = S[7]
+    Xn = S[8]
+    field(X, p, S[0], ws)
+    for s in range(1, 6):
+        for i in range(n):
+            for a in range(d):
+                acc = 0.0
+                for r in range(s):
+                    acc += _A[s, r] * S[r, i, a]
+                Xt[i, a] = X[i, a] + h * acc
+        field(Xt, p, S[s], ws)
+    for i in range(n):
+        for a in range(d):
+            acc = 0.0
+            for r in range(6):
+                acc += _B[r] * S[r, i, a]
+            Xn[i, a] = X[i, a] + h * acc
+    field(Xn, p, S[6], ws)
+    tot = 0.0
+    for i in range(n):
+        for a in range(d):
+            e = 0.0
+            for r in range(7):
+                e += _E[r] * S[r, i, a]
+            sc = atol + rtol * max(abs(X[i, a]), abs(Xn[i, a]))
+            q = h * e / sc
+            tot += q * q
+    normalize_rows(Xn)
+    return np.sqrt(tot / (n * d))
+
+
 def make_attempt(drift):
     """Compile ``attempt(X, h, p, ws, S, rtol, atol) -> err``.
 
     X (n, d) is left untouched; the normalised candidate is written to
     ``S[8]``; S has shape (9, n, d).  ``err <= 1`` means accept.
     """
+    return specialize(_attempt, kernel_key(drift), field=tangent_field(drift))
 
-    @jit
-    def field(X, p, out, ws):
-        drift(X, p, out, ws)
-        project_rows(X, out, out)
 
-    @jit
-    def attempt(X, h, p, ws, S, rtol, atol):
-        n, d = X.shape
-        Xt = S[7]
-        Xn = S[8]
-        field(X, p, S[0], ws)
-        for s in range(1, 6):
-            for i in range(n):
-                for a in range(d):
-                    acc = 0.0
-                    for r in range(s):
-                        acc += _A[s, r] * S[r, i, a]
-                    Xt[i, a] = X[i, a] + h * acc
-            field(Xt, p, S[s], ws)
-        for i in range(n):
-            for a in range(d):
-                acc = 0.0
-                for r in range(6):
-                    acc += _B[r] * S[r, i, a]
-                Xn[i, a] = X[i, a] + h * acc
-        field(Xn, p, S[6], ws)
-        tot = 0.0
-        for i in range(n):
-            for a in range(d):
-                e = 0.0
-                for r in range(7):
-                    e += _E[r] * S[r, i, a]
-                sc = atol + rtol * max(abs(X[i, a]), abs(Xn[i, a]))
-                q = h * e / sc
-                tot += q * q
-        normalize_rows(Xn)
-        return np.sqrt(tot / (n * d))
-
-    return attempt
+def _step(X, h, p, ws, S):
+    attempt(X, h, p, ws, S, 1.0, 1.0)
+    X[:, :] = S[8]
 
 
 def make_step(drift):
     """Fixed-step 5th-order DOPRI5 step ``step(X, h, p, ws, S)`` (for order tests)."""
-    attempt = make_attempt(drift)
-
-    @jit
-    def step(X, h, p, ws, S):
-        attempt(X, h, p, ws, S, 1.0, 1.0)
-        X[:, :] = S[8]
-
-    return step
+    return specialize(_step, kernel_key(drift), attempt=make_attempt(drift))

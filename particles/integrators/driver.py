@@ -8,7 +8,8 @@ Two layouts:
 * ``rows``: systems one after the other, each drift evaluation parallel over
   rows (one large system).
 
-Runners are compiled once per (integrator, drift) pair and cached.
+Runners are specialised per (integrator, drift, layout), kept for the
+process and cached on disk (see :func:`particles._numba.specialize`).
 """
 
 from __future__ import annotations
@@ -17,110 +18,125 @@ from functools import cache
 
 import numpy as np
 
-from particles._numba import jit, prange
+from particles._numba import kernel_key, prange, specialize
 from particles.integrators import INTEGRATORS
 
 #: status codes written by the adaptive runner, per system.
 STATUS_OK, STATUS_MAX_STEPS, STATUS_STEP_UNDERFLOW = 0, 1, 2
 
+# names bound per specialisation
+step = None
+attempt = None
+one = None
+STAGES = 0
+ORDER = 1
+
+
+def _run_fixed_batch(Xb, nsteps, h, p, wsize):
+    B, n, d = Xb.shape
+    for b in prange(B):
+        ws = np.empty(wsize)
+        S = np.empty((STAGES, n, d))
+        X = Xb[b]
+        for _ in range(nsteps):
+            step(X, h, p, ws, S)
+
+
+def _run_fixed_rows(Xb, nsteps, h, p, wsize):
+    B, n, d = Xb.shape
+    ws = np.empty(wsize)
+    S = np.empty((STAGES, n, d))
+    for b in range(B):
+        X = Xb[b]
+        for _ in range(nsteps):
+            step(X, h, p, ws, S)
+
+
+def _key(integrator: str, drift) -> str:
+    return f"{integrator}_{kernel_key(drift)}"
+
 
 @cache
 def compiled_step(integrator: str, drift):
-    """The integrator's compiled ``step(X, h, p, ws, S)`` for a drift (cached)."""
+    """The integrator's compiled ``step(X, h, p, ws, S)`` for a drift."""
     return INTEGRATORS[integrator].module.make_step(drift)
 
 
 @cache
 def fixed_runner(integrator: str, drift, layout: str):
-    """Compile ``run(Xb, nsteps, h, p, wsize)`` advancing Xb (B, n, d) in place."""
-    step = compiled_step(integrator, drift)
-    k = INTEGRATORS[integrator].module.STAGES
+    """Compiled ``run(Xb, nsteps, h, p, wsize)`` advancing Xb (B, n, d) in place.
 
+    Parameters
+    ----------
+    integrator : str
+        Key of :data:`~particles.integrators.INTEGRATORS`.
+    drift : numba dispatcher
+        ``drift(X, p, out, ws)``; serial for ``"batch"``, parallel for ``"rows"``.
+    layout : {"batch", "rows"}
+        Parallel over systems, or systems in turn.
+    """
+    bindings = dict(step=compiled_step(integrator, drift),
+                    STAGES=INTEGRATORS[integrator].stages)
     if layout == "batch":
+        return specialize(_run_fixed_batch, _key(integrator, drift), parallel=True, **bindings)
+    return specialize(_run_fixed_rows, _key(integrator, drift), **bindings)
 
-        @jit(parallel=True)
-        def run(Xb, nsteps, h, p, wsize):
-            B, n, d = Xb.shape
-            for b in prange(B):
-                ws = np.empty(wsize)
-                S = np.empty((k, n, d))
-                X = Xb[b]
-                for _ in range(nsteps):
-                    step(X, h, p, ws, S)
 
-        return run
+def _one_adaptive(X, t0, t1, h0, p, ws, S, rtol, atol, max_steps, st):
+    t = t0
+    h = h0
+    span = t1 - t0
+    tiny = 1e-14 * max(1.0, abs(t1))
+    while t1 - t > tiny:
+        if st[0] + st[1] >= max_steps:
+            st[2] = STATUS_MAX_STEPS
+            return
+        last = h >= t1 - t
+        hh = t1 - t if last else h
+        err = attempt(X, hh, p, ws, S, rtol, atol)
+        if err <= 1.0:
+            X[:, :] = S[STAGES - 1]
+            t = t1 if last else t + hh
+            st[0] += 1
+            fac = 5.0 if err == 0.0 else min(5.0, max(0.2, 0.9 * err ** (-1.0 / ORDER)))
+        else:
+            st[1] += 1
+            # a NaN error (blown-up stage) counts as a rejection with the smallest factor
+            fac = 0.2 if not err < np.inf else min(1.0, max(0.2, 0.9 * err ** (-1.0 / ORDER)))
+        h = hh * fac
+        if not h > 1e-14 * max(span, 1e-300):
+            st[2] = STATUS_STEP_UNDERFLOW
+            return
 
-    @jit
-    def run_rows(Xb, nsteps, h, p, wsize):
-        B, n, d = Xb.shape
+
+def _run_adaptive_batch(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats):
+    B, n, d = Xb.shape
+    for b in prange(B):
         ws = np.empty(wsize)
-        S = np.empty((k, n, d))
-        for b in range(B):
-            X = Xb[b]
-            for _ in range(nsteps):
-                step(X, h, p, ws, S)
+        S = np.empty((STAGES, n, d))
+        one(Xb[b], t0, t1, h0, p, ws, S, rtol, atol, max_steps, stats[b])
 
-    return run_rows
+
+def _run_adaptive_rows(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats):
+    B, n, d = Xb.shape
+    ws = np.empty(wsize)
+    S = np.empty((STAGES, n, d))
+    for b in range(B):
+        one(Xb[b], t0, t1, h0, p, ws, S, rtol, atol, max_steps, stats[b])
 
 
 @cache
 def adaptive_runner(integrator: str, drift, layout: str):
-    """Compile ``run(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats)``.
+    """Compiled ``run(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats)``.
 
     Advances each system of Xb (B, n, d) from t0 to exactly t1 with its own
     step sizes, starting from ``h0``.  ``stats`` (B, 3) int64 accumulates
     accepted and rejected steps and receives a status code (``STATUS_*``).
     """
     module = INTEGRATORS[integrator].module
-    attempt = module.make_attempt(drift)
-    k = module.STAGES
-    order = module.ORDER
-
-    @jit
-    def one(X, t0, t1, h0, p, ws, S, rtol, atol, max_steps, st):
-        t = t0
-        h = h0
-        span = t1 - t0
-        tiny = 1e-14 * max(1.0, abs(t1))
-        while t1 - t > tiny:
-            if st[0] + st[1] >= max_steps:
-                st[2] = STATUS_MAX_STEPS
-                return
-            last = h >= t1 - t
-            hh = t1 - t if last else h
-            err = attempt(X, hh, p, ws, S, rtol, atol)
-            if err <= 1.0:
-                X[:, :] = S[k - 1]
-                t = t1 if last else t + hh
-                st[0] += 1
-                fac = 5.0 if err == 0.0 else min(5.0, max(0.2, 0.9 * err ** (-1.0 / order)))
-            else:
-                st[1] += 1
-                # a NaN error (blown-up stage) counts as a rejection with the smallest factor
-                fac = 0.2 if not err < np.inf else min(1.0, max(0.2, 0.9 * err ** (-1.0 / order)))
-            h = hh * fac
-            if not h > 1e-14 * max(span, 1e-300):
-                st[2] = STATUS_STEP_UNDERFLOW
-                return
-
+    key = _key(integrator, drift)
+    consts = dict(STAGES=module.STAGES, ORDER=module.ORDER)
+    single = specialize(_one_adaptive, key, attempt=module.make_attempt(drift), **consts)
     if layout == "batch":
-
-        @jit(parallel=True)
-        def run(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats):
-            B, n, d = Xb.shape
-            for b in prange(B):
-                ws = np.empty(wsize)
-                S = np.empty((k, n, d))
-                one(Xb[b], t0, t1, h0, p, ws, S, rtol, atol, max_steps, stats[b])
-
-        return run
-
-    @jit
-    def run_rows(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats):
-        B, n, d = Xb.shape
-        ws = np.empty(wsize)
-        S = np.empty((k, n, d))
-        for b in range(B):
-            one(Xb[b], t0, t1, h0, p, ws, S, rtol, atol, max_steps, stats[b])
-
-    return run_rows
+        return specialize(_run_adaptive_batch, key, parallel=True, one=single, **consts)
+    return specialize(_run_adaptive_rows, key, one=single, **consts)

@@ -12,25 +12,24 @@ term cancel the curvature term of the exponential map at O(h^2).
 
 from __future__ import annotations
 
-from particles._numba import jit
-from particles.integrators._rows import exp_map_rows, project_rows
+from particles._numba import kernel_key, specialize
+from particles.integrators._rows import exp_map_rows, project_rows, tangent_field
 
 ORDER = 2
 STAGES = 2
 
+field = None  # bound by make_step
+
+
+def _step(X, h, p, ws, S):
+    k, Xm = S[0], S[1]
+    field(X, p, k, ws)
+    exp_map_rows(X, 0.5 * h, k, Xm)
+    field(Xm, p, k, ws)  # the field at x_m ...
+    project_rows(X, k, k)  # ... carried to the tangent space at x
+    exp_map_rows(X, h, k, X)
+
 
 def make_step(drift):
     """Compile ``step(X, h, p, ws, S)``; X (n, d) in place, S (2, n, d) scratch."""
-
-    @jit
-    def step(X, h, p, ws, S):
-        k, Xm = S[0], S[1]
-        drift(X, p, k, ws)
-        project_rows(X, k, k)
-        exp_map_rows(X, 0.5 * h, k, Xm)
-        drift(Xm, p, k, ws)
-        project_rows(Xm, k, k)  # the field at x_m ...
-        project_rows(X, k, k)  # ... carried to the tangent space at x
-        exp_map_rows(X, h, k, X)
-
-    return step
+    return specialize(_step, kernel_key(drift), field=tangent_field(drift))
