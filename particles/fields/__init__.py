@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from particles.fields import attention
+from particles.fields import attention, kuramoto
 
 if TYPE_CHECKING:
     from particles.config import SimulationConfig
@@ -124,6 +124,7 @@ MODELS: dict[str, Model] = {
     for m in (
         Model("sa", "self-attention, softmax (row-stochastic) weights", _sa),
         Model("usa", "unnormalized self-attention, weights divided by n", _usa),
+        Model("kuramoto", "Kuramoto oscillators on the circle (d = 2), O(n)", kuramoto.build),
     )
 }
 

@@ -157,67 +157,82 @@ _TINY_Z = 1e-100
 
 
 @jit
-def _row(i, qs, kT, vT, logm, m, buf, acc):
-    """Weights of query row i shifted by m, in one fused pass where d is 2 or 3.
+def _row_general(i, qs, kT, vT, logm, m, buf, acc):
+    """Weights of query row i shifted by m, for any d: scores by d vectorised
+    passes over j, one fused exp pass, d passes for the values.
 
     Writes ``acc[a] = sum_j w_j v_j[a]`` with ``w_j = exp(s_ij - m)`` and
     returns ``Z = sum_j w_j``.  ``buf`` (n,) is scratch.
     """
     n = kT.shape[1]
     d = qs.shape[1]
+    for j in range(n):
+        buf[j] = logm[j]
+    for a in range(d):
+        qa = qs[i, a]
+        kr = kT[a]
+        for j in range(n):
+            buf[j] += qa * kr[j]
     Z = 0.0
-    if d == 2:
+    for j in range(n):
+        w = exp_scalar(buf[j] - m)
+        buf[j] = w
+        Z += w
+    for a in range(d):
+        vr = vT[a]
+        t = 0.0
+        for j in range(n):
+            t += buf[j] * vr[j]
+        acc[a] = t
+    return Z
+
+
+@jit
+def _rows_d2(rows, qs, kT, vT, logm, bound, Zs, out):
+    """Fused single pass per row for d = 2: ``out[i] = sum_j w_ij v_j`` and
+    ``Zs[i] = sum_j w_ij`` with ``w_ij = exp(s_ij - bound[i])``."""
+    n = kT.shape[1]
+    k0, k1 = kT[0], kT[1]
+    v0, v1 = vT[0], vT[1]
+    for i in rows:
         q0, q1 = qs[i, 0], qs[i, 1]
-        k0, k1 = kT[0], kT[1]
-        v0, v1 = vT[0], vT[1]
+        m = bound[i]
+        Z = 0.0
         a0 = 0.0
         a1 = 0.0
         for j in range(n):
-            sc = q0 * k0[j] + q1 * k1[j] + logm[j]
-            w = exp_scalar(sc - m)
+            w = exp_scalar(q0 * k0[j] + q1 * k1[j] + logm[j] - m)
             Z += w
             a0 += w * v0[j]
             a1 += w * v1[j]
-        acc[0] = a0
-        acc[1] = a1
-    elif d == 3:
+        Zs[i] = Z
+        out[i, 0] = a0
+        out[i, 1] = a1
+
+
+@jit
+def _rows_d3(rows, qs, kT, vT, logm, bound, Zs, out):
+    """As :func:`_rows_d2` for d = 3."""
+    n = kT.shape[1]
+    k0, k1, k2 = kT[0], kT[1], kT[2]
+    v0, v1, v2 = vT[0], vT[1], vT[2]
+    for i in rows:
         q0, q1, q2 = qs[i, 0], qs[i, 1], qs[i, 2]
-        k0, k1, k2 = kT[0], kT[1], kT[2]
-        v0, v1, v2 = vT[0], vT[1], vT[2]
+        m = bound[i]
+        Z = 0.0
         a0 = 0.0
         a1 = 0.0
         a2 = 0.0
         for j in range(n):
-            sc = q0 * k0[j] + q1 * k1[j] + q2 * k2[j] + logm[j]
-            w = exp_scalar(sc - m)
+            w = exp_scalar(q0 * k0[j] + q1 * k1[j] + q2 * k2[j] + logm[j] - m)
             Z += w
             a0 += w * v0[j]
             a1 += w * v1[j]
             a2 += w * v2[j]
-        acc[0] = a0
-        acc[1] = a1
-        acc[2] = a2
-    else:
-        # scores by d vectorised passes, one fused exp pass, d passes for values
-        for j in range(n):
-            buf[j] = logm[j]
-        for a in range(d):
-            qa = qs[i, a]
-            kr = kT[a]
-            for j in range(n):
-                buf[j] += qa * kr[j]
-        for j in range(n):
-            sc = buf[j]
-            w = exp_scalar(sc - m)
-            buf[j] = w
-            Z += w
-        for a in range(d):
-            vr = vT[a]
-            t = 0.0
-            for j in range(n):
-                t += buf[j] * vr[j]
-            acc[a] = t
-    return Z
+        Zs[i] = Z
+        out[i, 0] = a0
+        out[i, 1] = a1
+        out[i, 2] = a2
 
 
 @jit
@@ -256,7 +271,7 @@ def _row_factor(Z, m, normalized, usa_shift, inv_mass):
 def _attention_direct(X, p, out, ws):
     """Attention output of one system, streamed rows (small d).
 
-    ``ws`` is float64 scratch of length ``3 n d + n + nchunks * (n + d)``;
+    ``ws`` is float64 scratch of length ``3 n d + 2 n + nchunks * (n + d)``;
     ``out`` (n, d) receives ``y``.
     """
     Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity, inv_mass = p
@@ -266,7 +281,8 @@ def _attention_direct(X, p, out, ws):
     kT = ws[nd:2 * nd].reshape((d, n))
     vT = ws[2 * nd:3 * nd].reshape((d, n))
     bound = ws[3 * nd:3 * nd + n]
-    base = 3 * nd + n
+    Zs = ws[3 * nd + n:3 * nd + 2 * n]
+    base = 3 * nd + 2 * n
     nchunks = (ws.shape[0] - base) // (n + d)
     _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
     _bounds(qs, kT, logm, bound)
@@ -274,16 +290,28 @@ def _attention_direct(X, p, out, ws):
         off = base + c * (n + d)
         buf = ws[off:off + n]
         acc = ws[off + n:off + n + d]
-        for i in range(c, n, nchunks):
+        rows = range(c, n, nchunks)
+        # the fused d = 2, 3 loops hold one row's sums in registers
+        if d == 2:
+            _rows_d2(rows, qs, kT, vT, logm, bound, Zs, out)
+        elif d == 3:
+            _rows_d3(rows, qs, kT, vT, logm, bound, Zs, out)
+        else:
+            for i in rows:
+                Zs[i] = _row_general(i, qs, kT, vT, logm, bound[i], buf, acc)
+                for a in range(d):
+                    out[i, a] = acc[a]
+        for i in rows:
             m = bound[i]
-            Z = _row(i, qs, kT, vT, logm, m, buf, acc)
+            Z = Zs[i]
             if Z < _TINY_Z:
                 m = _row_max(i, qs, kT, logm)
-                Z = _row(i, qs, kT, vT, logm, m, buf, acc)
+                Z = _row_general(i, qs, kT, vT, logm, m, buf, acc)
+                for a in range(d):
+                    out[i, a] = acc[a]
             f = _row_factor(Z, m, normalized, usa_shift, inv_mass)
             for a in range(d):
-                out[i, a] = acc[a] * f
-
+                out[i, a] *= f
 
 
 def _attention_blas(X, p, out, ws):
@@ -352,5 +380,6 @@ def workspace_size(n: int, d: int, nchunks: int, blas: bool) -> int:
     blas : bool
         Whether the BLAS (blocked) path is used.
     """
-    per = BLOCK * (n + d) if blas else n + d
-    return 3 * n * d + n + nchunks * per
+    if blas:
+        return 3 * n * d + n + nchunks * BLOCK * (n + d)
+    return 3 * n * d + 2 * n + nchunks * (n + d)

@@ -1,0 +1,276 @@
+"""Kuramoto oscillators on the circle, embedded in R^2 (``model="kuramoto"``).
+
+With ``x_i = (cos theta_i, sin theta_i)`` and natural frequencies ``omega_i``,
+
+    dtheta_i/dt = omega_i + (c/N) sum_j m_j sin(theta_j - theta_i)
+
+(Kuramoto, *Chemical Oscillations, Waves, and Turbulence*, 1984; ``N = sum_j
+m_j``, masses 1 by default).  The drift written here is the ambient vector
+
+    y_i = omega_i J x_i + c z,    z = (1/N) sum_j m_j x_j,
+
+with ``J`` the rotation by +90 degrees.  Its tangent projection is exactly the
+Kuramoto velocity: ``P_{x_i} J x_i = J x_i = e_theta_i`` and
+``P_{x_i} x_j = sin(theta_j - theta_i) e_theta_i``.  The sine coupling
+collapses to the order parameter ``z = r e^{i psi}``, so one evaluation costs
+O(n) (two passes over the rows), not O(n^2).
+
+At ``beta = 0``, ``omega = 0`` and ``c = 1`` the drift is the SA and USA drift
+(both reduce to ``z``): the three models give the same trajectories.
+
+The natural frequencies come from the configuration
+(:func:`natural_frequencies`): explicit, or drawn from a named distribution
+with the run's seed, so a trajectory file (which records the seed) reproduces
+them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import ndtr, ndtri
+
+from particles._numba import prange, specialize
+from particles.config import freeze_omega, parse_omega
+
+if TYPE_CHECKING:
+    from particles.config import SimulationConfig
+    from particles.fields import CompiledField
+
+#: rows per block of the order-parameter sum.  The blocks are fixed by n (not
+#: by the thread count), so serial and parallel kernels, and runs on any number
+#: of threads, add the same partial sums in the same order.
+BLOCK = 4096
+
+
+def natural_frequencies(config: SimulationConfig) -> np.ndarray:
+    """Natural frequencies ``omega_i`` of a configuration.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        A ``model="kuramoto"`` configuration (any model gives zeros when
+        ``config.omega`` is None).  A named distribution needs a concrete
+        ``config.seed`` (see :meth:`SimulationConfig.resolved`).
+
+    Returns
+    -------
+    omega : ndarray, shape (n,)
+        See :func:`resolve_frequencies`; deterministic in the configuration,
+        so rerunning or reloading a run (files record the seed) gives the
+        same frequencies.
+    """
+    return resolve_frequencies(config.omega, config.n, seed=config.seed)
+
+
+def resolve_frequencies(omega: str | ArrayLike | None, n: int, *,
+                        seed: int | None = None) -> np.ndarray:
+    """Natural frequencies from an ``omega`` argument.
+
+    Parameters
+    ----------
+    omega : None, str or array_like, shape (n,)
+        None (all zero), a distribution ``"NAME:WIDTH[:CENTER]"`` (see
+        :data:`particles.config.OMEGA_DISTRIBUTIONS`) or ``n`` numbers.
+    n : int
+        Number of oscillators.
+    seed : int, optional
+        Root seed of the run; required for a named distribution.
+
+    Returns
+    -------
+    omega : ndarray, shape (n,)
+        Zeros, the given numbers, or ``n`` independent draws.
+
+    Notes
+    -----
+    Draws use ``numpy.random.default_rng`` seeded by the first child spawned
+    from the *weights* child of the root seed
+    (``particles.simulate.seed_sequences(seed)[1].spawn(1)[0]``): independent
+    of the initial positions (the init child) and of noise, and leaving the
+    weights child itself free for other random weights.  The embedded
+    (``simulate(model="kuramoto")``) and angle
+    (:func:`particles.circle.simulate_angles`) forms draw the same
+    frequencies for the same seed.
+    """
+    frozen = freeze_omega(omega, n)
+    if frozen is None:
+        return np.zeros(n)
+    if not isinstance(frozen, str):
+        return np.array(frozen, dtype=np.float64)
+    if seed is None:
+        raise ValueError(f"seed must be given (resolved) to draw natural frequencies "
+                         f"omega={frozen!r}")
+    # imported here: particles.simulate imports the field registry, which imports us
+    from particles.simulate import seed_sequences
+
+    name, width, center = parse_omega(frozen)
+    rng = np.random.default_rng(seed_sequences(seed)[1].spawn(1)[0])
+    if name == "lorentzian":
+        return center + width * rng.standard_cauchy(n)
+    if name == "gaussian":
+        return center + width * rng.standard_normal(n)
+    return center + width * rng.uniform(-1.0, 1.0, n)
+
+
+def quantile_frequencies(spec: str, n: int, *, cutoff: float | None = None) -> np.ndarray:
+    """Deterministic, evenly spread frequencies: the midpoint quantiles of a distribution.
+
+    ``omega_j = G^{-1}((j - 1/2) / n)``, j = 1..n, with ``G`` the distribution
+    function of ``spec``, conditioned on ``|omega - CENTER| <= cutoff`` when a
+    cutoff is given.  Finite populations with these frequencies follow the
+    infinite-n theory much more closely than random draws (no sampling noise
+    in the density near the center), which makes synchronization tests sharp;
+    the cutoff removes the Lorentzian's extreme quantiles (``~ n W``), which
+    would force tiny fixed steps.  Pass the result as ``omega=``.
+
+    Parameters
+    ----------
+    spec : str
+        ``"NAME:WIDTH"`` or ``"NAME:WIDTH:CENTER"`` (see
+        :data:`particles.config.OMEGA_DISTRIBUTIONS`).
+    n : int
+        Number of oscillators, >= 1.
+    cutoff : float, optional
+        Keep only ``|omega - CENTER| <= cutoff`` (> 0): the quantiles of the
+        truncated distribution, whose density is ``g / G(|w - C| <= cutoff)``.
+
+    Returns
+    -------
+    omega : ndarray, shape (n,)
+        Increasing frequencies, symmetric about CENTER.
+    """
+    name, width, center = parse_omega(spec)
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if cutoff is not None and not (math.isfinite(cutoff) and cutoff > 0):
+        raise ValueError(f"cutoff must be a finite number > 0, got {cutoff!r}")
+    u = (np.arange(n) + 0.5) / n  # in (0, 1)
+    if width == 0.0:
+        return np.full(n, center)
+    c = math.inf if cutoff is None else cutoff / width  # cutoff in units of the width
+    if name == "lorentzian":
+        a = math.atan(c) if math.isfinite(c) else 0.5 * math.pi
+        x = np.tan(a * (2.0 * u - 1.0))
+    elif name == "gaussian":
+        lo = float(ndtr(-c))
+        x = ndtri(lo + (1.0 - 2.0 * lo) * u)
+    else:
+        x = min(c, 1.0) * (2.0 * u - 1.0)
+    return center + width * x
+
+
+def kuramoto_reference(X: np.ndarray, omega: np.ndarray, *, coupling: float = 1.0,
+                       masses: np.ndarray | None = None) -> np.ndarray:
+    """Plain NumPy Kuramoto drift, the oracle for the compiled kernels.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, 2)
+        Oscillators on the circle.
+    omega : ndarray, shape (n,)
+        Natural frequencies.
+    coupling : float
+        Coupling strength ``c``.
+    masses : ndarray, shape (n,), optional
+        Weights ``m_j`` (ones when None).
+
+    Returns
+    -------
+    Y : ndarray, shape (n, 2)
+        ``y_i = omega_i J x_i + c sum_j m_j x_j / sum_j m_j``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    m = np.ones(X.shape[0]) if masses is None else np.asarray(masses, dtype=np.float64)
+    z = (m @ X) / m.sum()
+    JX = np.stack((-X[:, 1], X[:, 0]), axis=1)
+    return np.asarray(omega, dtype=np.float64)[:, None] * JX + coupling * z[None, :]
+
+
+def _kuramoto_drift(X, p, out, ws):
+    """Embedded Kuramoto drift of one system X (n, 2) into out (n, 2).
+
+    ``ws`` holds ``2 * ceil(n / BLOCK)`` floats: the per-block weighted sums.
+    """
+    omega, m, coupling, inv_mass = p
+    n = X.shape[0]
+    nblocks = (n + BLOCK - 1) // BLOCK
+    for b in prange(nblocks):
+        lo = b * BLOCK
+        hi = min(n, lo + BLOCK)
+        s0 = 0.0
+        s1 = 0.0
+        for i in range(lo, hi):
+            s0 += m[i] * X[i, 0]
+            s1 += m[i] * X[i, 1]
+        ws[2 * b] = s0
+        ws[2 * b + 1] = s1
+    z0 = 0.0
+    z1 = 0.0
+    for b in range(nblocks):
+        z0 += ws[2 * b]
+        z1 += ws[2 * b + 1]
+    z0 *= coupling * inv_mass
+    z1 *= coupling * inv_mass
+    for b in prange(nblocks):
+        lo = b * BLOCK
+        hi = min(n, lo + BLOCK)
+        for i in range(lo, hi):
+            w = omega[i]
+            out[i, 0] = z0 - w * X[i, 1]
+            out[i, 1] = z1 + w * X[i, 0]
+
+
+kuramoto_serial = specialize(_kuramoto_drift, "serial")
+kuramoto_parallel = specialize(_kuramoto_drift, "parallel", parallel=True)
+
+
+def workspace_size(n: int) -> int:
+    """Scratch length of the Kuramoto kernels (independent of the thread count)."""
+    return 2 * ((n + BLOCK - 1) // BLOCK)
+
+
+def speed_bound(config: SimulationConfig) -> float:
+    """Upper bound ``|c| + max_i |omega_i|`` on the oscillators' angular speeds."""
+    omega = natural_frequencies(config)
+    return abs(config.coupling) + (float(np.abs(omega).max()) if omega.size else 0.0)
+
+
+def build(config: SimulationConfig) -> CompiledField:
+    """The compiled Kuramoto field of a validated ``model="kuramoto"`` configuration.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        ``d = 2``; a named ``omega`` distribution needs a concrete seed.
+
+    Returns
+    -------
+    CompiledField
+        Drift ``y_i = omega_i J x_i + c z`` (see the module docstring).
+    """
+    # imported here: this module is imported while particles.fields initialises
+    from particles.fields import CompiledField
+
+    if config.d != 2:
+        raise ValueError(f"d must be 2 for model='kuramoto', got {config.d}")
+    n = config.n
+    omega = np.ascontiguousarray(natural_frequencies(config))
+    masses = np.ascontiguousarray(config.mass_array())
+    coupling = float(config.coupling)
+    params = (omega, masses, coupling, 1.0 / float(masses.sum()))
+
+    def reference(X: np.ndarray) -> np.ndarray:
+        return kuramoto_reference(X, omega, coupling=coupling, masses=masses)
+
+    return CompiledField(
+        serial=kuramoto_serial,
+        parallel=kuramoto_parallel,
+        params=params,
+        workspace=lambda nchunks: workspace_size(n),
+        reference=reference,
+        name="kuramoto",
+    )
