@@ -10,6 +10,7 @@ The public API::
 from particles.config import SimulationConfig
 from particles.fields import KERNELS, MODELS
 from particles.integrators import INTEGRATORS
+from particles.io import TrajectoryFileError, load, read_summary, run_to_file
 from particles.simulate import IntegrationError, StepSizeWarning, run, simulate
 from particles.trajectory import Trajectory
 
@@ -23,7 +24,11 @@ __all__ = [
     "SimulationConfig",
     "StepSizeWarning",
     "Trajectory",
+    "TrajectoryFileError",
     "__version__",
+    "load",
+    "read_summary",
     "run",
+    "run_to_file",
     "simulate",
 ]

@@ -31,6 +31,15 @@ NAMED_MATRICES = ("identity", "minus_identity")
 
 USA_SCALES = ("n", "n_exp_beta")
 
+#: named natural-frequency distributions of ``model="kuramoto"`` (``omega="NAME:WIDTH"``
+#: or ``"NAME:WIDTH:CENTER"``); WIDTH is the half-width at half maximum, the
+#: standard deviation and the half-width of the support respectively.
+OMEGA_DISTRIBUTIONS: dict[str, str] = {
+    "lorentzian": "Cauchy, density (W/pi) / ((w - C)^2 + W^2)",
+    "gaussian": "normal with mean C and standard deviation W",
+    "uniform": "uniform on [C - W, C + W]",
+}
+
 #: above this exponent e^x overflows float64.
 _MAX_EXP = 700.0
 
@@ -85,6 +94,84 @@ def parse_init(init: str) -> tuple[str, float | None]:
     return name, None
 
 
+def parse_omega(spec: str) -> tuple[str, float, float]:
+    """Split ``"lorentzian:0.5"`` into ``("lorentzian", 0.5, 0.0)``.
+
+    Parameters
+    ----------
+    spec : str
+        ``"NAME:WIDTH"`` or ``"NAME:WIDTH:CENTER"`` with NAME a key of
+        :data:`OMEGA_DISTRIBUTIONS`, WIDTH >= 0 and CENTER finite.
+
+    Returns
+    -------
+    name : str
+    width, center : float
+    """
+    allowed = ("'NAME:WIDTH' or 'NAME:WIDTH:CENTER' with NAME one of "
+               + ", ".join(OMEGA_DISTRIBUTIONS) + ", WIDTH >= 0 and CENTER finite, "
+               "or a sequence of n numbers")
+    if not isinstance(spec, str):
+        _fail("omega", allowed, spec)
+    parts = spec.split(":")
+    if parts[0] not in OMEGA_DISTRIBUTIONS or len(parts) not in (2, 3):
+        _fail("omega", allowed, spec)
+    try:
+        width = float(parts[1])
+        center = float(parts[2]) if len(parts) == 3 else 0.0
+    except ValueError:
+        _fail("omega", allowed, spec)
+    if not (math.isfinite(width) and width >= 0):
+        _fail("omega", f"a distribution with a finite width >= 0 ({allowed})", spec)
+    if not math.isfinite(center):
+        _fail("omega", f"a distribution with a finite center ({allowed})", spec)
+    return parts[0], width, center
+
+
+def check_coupling(value: Any) -> float:
+    """``value`` as a float coupling strength (any finite number); ValueError otherwise."""
+    try:
+        c = float(value)
+    except (TypeError, ValueError):
+        _fail("coupling", "a finite number", value)
+    if isinstance(value, bool) or not math.isfinite(c):
+        _fail("coupling", "a finite number", value)
+    return c
+
+
+def freeze_omega(value: Any, n: int) -> str | tuple[float, ...] | None:
+    """Validate natural frequencies: None, a distribution spec, or ``n`` finite numbers.
+
+    Parameters
+    ----------
+    value : None, str or array_like, shape (n,)
+        The ``omega`` argument.
+    n : int
+        Number of oscillators.
+
+    Returns
+    -------
+    None, str or tuple of float
+        The spec string unchanged (after :func:`parse_omega` checked it) or
+        the numbers as a tuple (hashable, JSON-friendly).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        parse_omega(value)
+        return value
+    try:
+        w = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        w = None
+    if w is None or w.shape != (n,) or not np.all(np.isfinite(w)):
+        # describe arrays by shape: the message must stay readable for n = 1e5
+        got = value if w is None or w.size <= 8 else f"an array of shape {w.shape}"
+        _fail("omega", f"{n} finite numbers (one per oscillator) or a distribution "
+              "'NAME:WIDTH[:CENTER]' with NAME one of " + ", ".join(OMEGA_DISTRIBUTIONS), got)
+    return tuple(float(x) for x in w)
+
+
 def _freeze_matrix(name: str, value: Any, d: int) -> str | tuple:
     if value is None:
         return "identity"
@@ -110,7 +197,9 @@ class SimulationConfig:
     beta : float
         Inverse temperature, ``0 <= beta <= 1e4``.
     model : str
-        Key of :data:`particles.fields.MODELS` (``"sa"``, ``"usa"``).
+        Key of :data:`particles.fields.MODELS` (``"sa"``, ``"usa"``,
+        ``"kuramoto"``; the last needs ``d = 2`` and ignores ``beta``, which
+        then only enters the recorded energy).
     kernel : str
         Attention kernel, key of :data:`particles.fields.KERNELS`.
     usa_scale : {"n", "n_exp_beta"}
@@ -139,6 +228,18 @@ class SimulationConfig:
         Tolerances of adaptive integrators.
     max_steps : int
         Upper bound on the steps of one run (guards adaptive runs that stall).
+    coupling : float
+        Kuramoto coupling strength ``c`` (``model="kuramoto"`` only; any
+        finite number, negative is repulsive).  Named so because ``K`` is the
+        key matrix.
+    omega : str or tuple of float, optional
+        Kuramoto natural frequencies (``model="kuramoto"`` only): None for
+        all zero, a distribution ``"NAME:WIDTH"`` / ``"NAME:WIDTH:CENTER"``
+        (see :data:`OMEGA_DISTRIBUTIONS`) drawn from the weights child of the
+        seed (so the seed reproduces them; see
+        :func:`particles.fields.kuramoto.natural_frequencies`), or ``n``
+        explicit numbers.  One set of frequencies is shared by every system
+        of a batch.
     """
 
     n: int
@@ -162,6 +263,8 @@ class SimulationConfig:
     rtol: float = 1e-6
     atol: float = 1e-9
     max_steps: int = 10**9
+    coupling: float = 1.0
+    omega: str | tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         from particles.fields import KERNELS, MODELS
@@ -197,10 +300,11 @@ class SimulationConfig:
             set_(self, "seed", _check_int("seed", self.seed, 0))
         name, _ = parse_init(self.init)
         if name == "orthogonal" and self.n > self.d:
-            _fail("init", f"not 'orthogonal' when n > d (n={self.n}, d={self.d}); "
-                  "orthonormal tokens need n <= d", self.init)
+            raise ValueError(f"init must not be 'orthogonal' when n > d: orthonormal tokens "
+                             f"need n <= d, got n={self.n}, d={self.d}")
         if name == "equispaced" and self.d != 2:
-            _fail("init", f"not 'equispaced' when d != 2 (d={self.d})", self.init)
+            raise ValueError(f"init must not be 'equispaced' when d != 2: equispaced tokens "
+                             f"lie on the circle, got d={self.d}")
         for m in ("Q", "K", "V"):
             set_(self, m, _freeze_matrix(m, getattr(self, m), self.d))
         if self.masses is not None:
@@ -221,6 +325,32 @@ class SimulationConfig:
                 _fail("beta", f"small enough that USA weights exp(beta*||Q^T K|| - c) stay "
                       f"finite (beta*||Q^T K|| - c = {reach:.4g} > {_MAX_EXP:g}); {hint}",
                       self.beta)
+        self._check_kuramoto()
+
+    def _check_kuramoto(self) -> None:
+        """Validate ``coupling`` and ``omega``, which only ``model="kuramoto"`` uses."""
+        object.__setattr__(self, "coupling", check_coupling(self.coupling))
+        object.__setattr__(self, "omega", freeze_omega(self.omega, self.n))
+        if self.model != "kuramoto":
+            # silently ignoring them would run a different model than the one asked for
+            if self.coupling != 1.0:
+                _fail("coupling", f"1.0 (the default) unless model='kuramoto' "
+                      f"(model={self.model!r} has no coupling parameter)", self.coupling)
+            if self.omega is not None:
+                got = (self.omega if isinstance(self.omega, str) or len(self.omega) <= 8
+                       else f"{len(self.omega)} numbers")
+                _fail("omega", f"None unless model='kuramoto' "
+                      f"(model={self.model!r} has no natural frequencies)", got)
+            return
+        if self.d != 2:
+            _fail("d", "2 for model='kuramoto' (oscillators on the circle)", self.d)
+        for m in ("Q", "K", "V"):
+            if not np.array_equal(self.matrix(m), np.eye(2)):
+                _fail(m, "'identity' for model='kuramoto' (it has no attention matrices; "
+                      "use coupling, negative for repulsion)", getattr(self, m))
+        if self.kernel != "edp":
+            _fail("kernel", "'edp' (the default) for model='kuramoto' (it has no attention "
+                  "kernel)", self.kernel)
 
     # ----------------------------------------------------------------- views
     def matrix(self, name: str) -> np.ndarray:
@@ -275,6 +405,8 @@ class SimulationConfig:
         for key in ("save_times", "masses"):
             if out[key] is not None:
                 out[key] = list(out[key])
+        if isinstance(out["omega"], tuple):
+            out["omega"] = list(out["omega"])
         return out
 
     def to_json(self) -> str:

@@ -32,6 +32,7 @@ class Progress:
         self._start = 0.0
         self._last_draw = 0.0
         self._drawn = False
+        self._first: tuple[float, float] | None = None  # (wall, sim time) of the first update
 
     def __enter__(self) -> Progress:
         self._start = time.monotonic()
@@ -47,6 +48,10 @@ class Progress:
         if not self.enabled:
             return
         now = time.monotonic()
+        if self._first is None:
+            # the rate is measured from the first report on, so that compilation
+            # before it and the part done before a resume do not distort the ETA
+            self._first = (now, current)
         elapsed = now - self._start
         done = current >= self.total
         if elapsed < self.delay or (now - self._last_draw < 0.2 and not done):
@@ -55,9 +60,12 @@ class Progress:
         frac = 1.0 if self.total <= 0 else min(1.0, current / self.total)
         width = 30
         fill = round(frac * width)
-        eta = elapsed * (1 - frac) / frac if frac > 0 else float("nan")
+        w0, t0 = self._first
+        eta = ((now - w0) * (self.total - current) / (current - t0)
+               if current > t0 else float("nan"))
+        eta_text = f"{eta:.1f}s" if eta == eta else "?"
         line = (f"\r{self.label} [{'#' * fill}{'.' * (width - fill)}] {100 * frac:5.1f}% "
-                f"t={current:.4g}/{self.total:.4g} elapsed {elapsed:.1f}s eta {eta:.1f}s")
+                f"t={current:.4g}/{self.total:.4g} elapsed {elapsed:.1f}s eta {eta_text}")
         stream = self.stream or sys.stderr
         stream.write(line)
         stream.flush()

@@ -135,7 +135,12 @@ def speed_bound(config: SimulationConfig) -> float:
 
     SA moves tokens by convex combinations of ``V x_j``: speed <= ||V||.
     USA multiplies by up to ``exp(beta ||Q^T K|| - c)``.
+    Kuramoto: ``|coupling| + max |omega_i|``.
     """
+    if config.model == "kuramoto":
+        from particles.fields.kuramoto import speed_bound as kuramoto_bound
+
+        return kuramoto_bound(config)
     v = float(np.linalg.norm(config.matrix("V"), 2))
     if config.model == "usa":
         shift = config.beta if config.usa_scale == "n_exp_beta" else 0.0
@@ -167,6 +172,7 @@ def iter_frames(
     *,
     start: int = 0,
     start_step: int = 0,
+    step_counts: np.ndarray | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> Iterator[Frame]:
     """Run a configuration, yielding each saved frame as soon as it exists.
@@ -183,6 +189,9 @@ def iter_frames(
         frame itself is yielded first.
     start_step : int
         Step counter of frame ``start`` (for resuming).
+    step_counts : ndarray, shape (batch, 2), optional
+        Accepted and rejected steps of adaptive integrators up to frame
+        ``start`` (for resuming; zeros when None).
     progress : callable, optional
         Called with the current time after every frame.
 
@@ -215,6 +224,8 @@ def iter_frames(
     else:
         runner = adaptive_runner(config.integrator, drift, layout)
         stats = np.zeros((B, 3), dtype=np.int64)
+        if step_counts is not None:
+            stats[:, :2] = np.asarray(step_counts, dtype=np.int64).reshape(B, 2)
 
     def frame(index: int, step: int) -> Frame:
         obs = compute_observables(X, config.beta, masses, nthreads=nthreads)
@@ -323,6 +334,8 @@ def simulate(
     atol: float = 1e-9,
     max_steps: int = 10**9,
     progress: bool = False,
+    coupling: float = 1.0,
+    omega=None,
 ) -> Trajectory:
     """Simulate attention dynamics of ``n`` tokens on S^{d-1}.
 
@@ -354,6 +367,13 @@ def simulate(
         Upper bound on steps.
     progress : bool
         Progress bar on stderr.
+    coupling : float
+        Kuramoto coupling strength (``model="kuramoto"`` only).
+    omega : str or array_like, shape (n,), optional
+        Kuramoto natural frequencies (``model="kuramoto"`` only): a
+        distribution ``"lorentzian:WIDTH"``, ``"gaussian:WIDTH"``,
+        ``"uniform:WIDTH"`` (optionally ``:CENTER``), drawn with the seed, or
+        ``n`` numbers.
 
     Returns
     -------
@@ -371,6 +391,6 @@ def simulate(
         batch=batch, seed=seed, init="array" if x0 is not None else init,
         Q="identity" if Q is None else Q, K="identity" if K is None else K,
         V="identity" if V is None else V, masses=masses, rtol=rtol, atol=atol,
-        max_steps=max_steps,
+        max_steps=max_steps, coupling=coupling, omega=omega,
     )
     return run(config, x0, progress=progress)

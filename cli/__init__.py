@@ -1,0 +1,1 @@
+"""The ``particles`` command line, installed as ``particles_cli`` (see ``main.py``)."""

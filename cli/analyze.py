@@ -1,0 +1,132 @@
+"""``particles analyze``: clusters, merges and time scales of a trajectory file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import numpy as np
+
+from particles.analysis import DEFAULT_EPS, METHODS, analyze_file
+from particles.analysis.histograms import DEFAULT_BINS
+from particles.analysis.merges import DEFAULT_MIN_DECADES
+from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL
+
+
+def parse_times(value: str | None) -> np.ndarray | None:
+    """``"0,1,10,1e3"`` -> array of times (None stays None).
+
+    Raises
+    ------
+    click.BadParameter
+        Not a comma-separated list of finite numbers >= 0.
+    """
+    if value is None:
+        return None
+    try:
+        times = np.array([float(v) for v in value.split(",") if v.strip()])
+    except ValueError:
+        raise click.BadParameter(
+            f"must be comma-separated numbers, got {value!r}", param_hint="'--times'"
+        ) from None
+    if times.size == 0 or not np.all(np.isfinite(times)) or np.any(times < 0):
+        raise click.BadParameter(
+            f"must be finite times >= 0, got {value!r}", param_hint="'--times'"
+        )
+    return times
+
+
+@click.command("analyze")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--eps",
+    type=float,
+    default=DEFAULT_EPS,
+    show_default=True,
+    help="Linking geodesic distance (radians): closer tokens share a cluster.",
+)
+@click.option(
+    "--method",
+    type=click.Choice(list(METHODS)),
+    default="components",
+    show_default=True,
+    help="Clustering: " + "; ".join(f"{k} = {v}" for k, v in METHODS.items()) + ".",
+)
+@click.option(
+    "--min-decades",
+    type=float,
+    default=DEFAULT_MIN_DECADES,
+    show_default=True,
+    help="A cluster-count plateau is long-lived when it lasts this many decades "
+    "of time; the formation time is the start of the first one.",
+)
+@click.option(
+    "--time-unit",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Plateaus starting earlier are measured from this time.",
+)
+@click.option(
+    "--bins",
+    type=int,
+    default=DEFAULT_BINS,
+    show_default=True,
+    help="Bins of the inner-product histograms on [-1, 1].",
+)
+@click.option(
+    "--delta",
+    type=float,
+    default=DEFAULT_DELTA,
+    show_default=True,
+    help="Close pairs: <x_i, x_j> > 1 - delta.",
+)
+@click.option(
+    "--span-tol",
+    type=float,
+    default=DEFAULT_SPAN_TOL,
+    show_default=True,
+    help="Span dimension: eigenvalues of X^T X / n above span-tol * trace.",
+)
+@click.option(
+    "--times",
+    help="Comma-separated times of the cluster-count table "
+    "(default: 0, each power of ten, the end).",
+)
+@click.option("--no-write", is_flag=True, help="Print the summary only; leave the file as it is.")
+def analyze(
+    path: Path,
+    eps: float,
+    method: str,
+    min_decades: float,
+    time_unit: float,
+    bins: int,
+    delta: float,
+    span_tol: float,
+    times: str | None,
+    no_write: bool,
+) -> None:
+    """Find clusters, merges and the two time scales of a run; store them in PATH.
+
+    Results go to the file's /analysis group (replacing earlier ones) and a
+    summary table is printed: cluster count at chosen times, the formation
+    time, and each merge with its time and sizes.
+    """
+    table_times = parse_times(times)
+    try:
+        result = analyze_file(
+            path,
+            write=not no_write,
+            eps=None if method == "gap" else eps,
+            method=method,
+            min_decades=min_decades,
+            time_unit=time_unit,
+            bins=bins,
+            delta=delta,
+            span_tol=span_tol,
+        )
+    except (ValueError, OSError) as exc:  # TrajectoryFileError is a ValueError
+        raise click.UsageError(" ".join(str(exc).split())) from None
+    click.echo(result.summary(table_times))
+    if not no_write:
+        click.echo(f"\nresults stored in {path}:/analysis")

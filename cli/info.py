@@ -1,0 +1,50 @@
+"""``particles info``: what a trajectory file holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from particles.io import RunSummary, TrajectoryFileError, read_summary
+
+
+def _describe(key: str, value) -> str:
+    """A short text for one configuration value (matrices and long lists summarised)."""
+    if isinstance(value, list) and value and isinstance(value[0], list):
+        return f"{len(value)}x{len(value[0])} matrix"
+    if isinstance(value, list) and len(value) > 8:
+        return f"{len(value)} values, {min(value):g} .. {max(value):g}"
+    return "-" if value is None else str(value)
+
+
+def info_lines(s: RunSummary) -> list[str]:
+    """The report of ``particles info``, one string per line."""
+    if s.complete:
+        status = "complete"
+    else:
+        status = (
+            f"incomplete ({s.frames} of {s.frames_expected} frames; continue with: "
+            f"particles simulate --resume --out {s.path})"
+        )
+    config = s.config.to_dict()
+    width = max(map(len, config))
+    return [
+        f"{s.path}",
+        f"status       {status}",
+        f"frames       {s.frames} (t = 0 .. {s.time:g}, last step {s.step})",
+        f"observables  {', '.join(s.observables) or '-'}",
+        "configuration",
+        *(f"  {k.ljust(width)}  {_describe(k, v)}" for k, v in config.items()),
+    ]
+
+
+@click.command("info")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def info(path: Path) -> None:
+    """Print the configuration, frames, completion and observables of a trajectory file."""
+    try:
+        summary = read_summary(path)
+    except TrajectoryFileError as exc:
+        raise click.BadParameter(str(exc), param_hint="'PATH'") from None
+    click.echo("\n".join(info_lines(summary)))

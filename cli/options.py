@@ -1,0 +1,324 @@
+"""Options shared by the commands, and the parsing of their values.
+
+Choices come from the library's registries (models, kernels, integrators,
+initial conditions), never from lists written here.  Every value is checked
+before any work starts; a bad one is a one-line click error (exit code 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from particles.config import INITS, NAMED_MATRICES, USA_SCALES, SimulationConfig, parse_init
+from particles.fields import KERNELS, MODELS
+from particles.integrators import INTEGRATORS
+
+#: configuration fields that every run needs (no default in SimulationConfig).
+REQUIRED = ("n", "d", "beta")
+
+#: the keys a --config TOML file may hold: exactly the SimulationConfig fields.
+CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(SimulationConfig))
+
+#: initial conditions given by name (``array`` is given as PATH.npy instead).
+NAMED_INITS = tuple(name for name in INITS if name != "array")
+
+
+def option_name(field: str) -> str:
+    """The command-line spelling of a configuration field: ``save_every`` -> ``--save-every``."""
+    return "--" + field.replace("_", "-")
+
+
+def load_npy(value: str | Path, what: str) -> np.ndarray:
+    """Read a ``.npy`` array (no pickles), or raise ValueError with a one-line message."""
+    try:
+        return np.load(Path(value), allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise ValueError(
+            f"cannot read {what} from {value!s}: {' '.join(str(exc).split())}"
+        ) from None
+
+
+# ------------------------------------------------------------ value parsing
+@dataclasses.dataclass(frozen=True)
+class InitSpec:
+    """A parsed ``--init``: a configuration name, and positions for ``PATH.npy``."""
+
+    init: str
+    x0: np.ndarray | None = None
+
+
+def _is_path(value: str) -> bool:
+    return value.endswith(".npy") or "/" in value
+
+
+def parse_init_value(value: str, base: Path | None = None) -> InitSpec:
+    """Parse ``uniform|orthogonal|equispaced|cap:EPS|vmf:KAPPA|PATH.npy``.
+
+    Raises
+    ------
+    ValueError
+        One-line message.
+    """
+    if _is_path(value):
+        path = Path(value) if base is None else base / value
+        x0 = load_npy(path, "initial positions")
+        if x0.ndim not in (2, 3) or not np.issubdtype(x0.dtype, np.number):
+            raise ValueError(
+                f"initial positions in {value} must be a numeric array of shape "
+                f"(n, d) or (batch, n, d), got {x0.dtype} {x0.shape}"
+            )
+        return InitSpec("array", x0)
+    name, _ = parse_init(value)
+    if name == "array":
+        raise ValueError("init 'array' is given as PATH.npy")
+    return InitSpec(value)
+
+
+def parse_matrix_value(value: Any, base: Path | None = None) -> Any:
+    """Parse a ``--Q/--K/--V`` value: ``identity``, ``minus-identity`` or ``PATH.npy``.
+
+    Nested lists (from a TOML file) pass through; their shape is checked by
+    :class:`~particles.config.SimulationConfig`.
+    """
+    if not isinstance(value, str):
+        return value
+    name = value.replace("-", "_")
+    if name in NAMED_MATRICES:
+        return name
+    if _is_path(value):
+        a = load_npy(value if base is None else base / value, "a matrix")
+        if not np.issubdtype(a.dtype, np.number):
+            raise ValueError(f"matrix in {value} must be numeric, got {a.dtype}")
+        return a
+    named = ", ".join(n.replace("_", "-") for n in NAMED_MATRICES)
+    raise ValueError(f"must be one of {named} or a PATH.npy file, got {value!r}")
+
+
+class _Parsed(click.ParamType):
+    """A click type around one of the parsers above."""
+
+    def __init__(self, name: str, parse: Callable[[str], Any]) -> None:
+        self.name = name
+        self._parse = parse
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        try:
+            return self._parse(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+INIT = _Parsed("init", parse_init_value)
+MATRIX = _Parsed("matrix", parse_matrix_value)
+
+
+# ------------------------------------------------------------------ options
+def _choice(registry) -> click.Choice:
+    return click.Choice(list(registry))
+
+
+def _init_help() -> str:
+    params = {"cap": ":EPS", "vmf": ":KAPPA"}
+    names = " | ".join(k + params.get(k, "") for k in NAMED_INITS)
+    return f"Initial condition: {names} | PATH.npy of shape (n, d) or (batch, n, d)."
+
+
+#: (field, click decorator) for every configuration option of `simulate`.
+#: Defaults are None: a value not given comes from --config, then from
+#: SimulationConfig's defaults.
+CONFIG_OPTIONS: list[tuple[str, Callable]] = [
+    ("n", click.option("--n", "n", type=int, help="Number of tokens.")),
+    ("d", click.option("--d", "d", type=int, help="Ambient dimension (tokens on S^{d-1}).")),
+    ("beta", click.option("--beta", "beta", type=float, help="Inverse temperature.")),
+    (
+        "model",
+        click.option(
+            "--model",
+            "model",
+            type=_choice(MODELS),
+            help="Dynamics: "
+            + "; ".join(f"{k} ({m.description})" for k, m in MODELS.items())
+            + ".",
+        ),
+    ),
+    (
+        "kernel",
+        click.option(
+            "--kernel",
+            "kernel",
+            type=_choice(KERNELS),
+            help="Attention kernel: " + "; ".join(f"{k} = {v}" for k, v in KERNELS.items()) + ".",
+        ),
+    ),
+    (
+        "usa_scale",
+        click.option(
+            "--usa-scale",
+            "usa_scale",
+            type=click.Choice(USA_SCALES),
+            help="USA normalisation 1/n or e^-beta/n.",
+        ),
+    ),
+    (
+        "integrator",
+        click.option(
+            "--integrator",
+            "integrator",
+            type=_choice(INTEGRATORS),
+            help="Integrator: "
+            + "; ".join(f"{k} ({i.description})" for k, i in INTEGRATORS.items())
+            + ".",
+        ),
+    ),
+    (
+        "dt",
+        click.option(
+            "--dt", "dt", type=float, help="Step size (initial step for adaptive integrators)."
+        ),
+    ),
+    ("T", click.option("--T", "T", type=float, help="Final time.")),
+    (
+        "save_every",
+        click.option("--save-every", "save_every", type=int, help="Steps between saved frames."),
+    ),
+    (
+        "batch",
+        click.option(
+            "--batch", "batch", type=int, help="Number of independent systems (ensemble)."
+        ),
+    ),
+    (
+        "seed",
+        click.option(
+            "--seed",
+            "seed",
+            type=int,
+            help="Root seed (default: fresh entropy, recorded in the file).",
+        ),
+    ),
+    ("init", click.option("--init", "init", type=INIT, help=_init_help())),
+    (
+        "Q",
+        click.option(
+            "--Q",
+            "Q",
+            type=MATRIX,
+            help="Query matrix: identity, minus-identity or a (d, d) PATH.npy.",
+        ),
+    ),
+    ("K", click.option("--K", "K", type=MATRIX, help="Key matrix (as --Q).")),
+    (
+        "V",
+        click.option(
+            "--V",
+            "V",
+            type=MATRIX,
+            help="Value matrix (as --Q); minus-identity is the repulsive flow.",
+        ),
+    ),
+    ("rtol", click.option("--rtol", "rtol", type=float, help="Adaptive relative tolerance.")),
+    ("atol", click.option("--atol", "atol", type=float, help="Adaptive absolute tolerance.")),
+]
+
+
+def config_options(f: Callable) -> Callable:
+    """Add every configuration option (see :data:`CONFIG_OPTIONS`) to a command."""
+    for _, decorate in reversed(CONFIG_OPTIONS):
+        f = decorate(f)
+    return f
+
+
+# ------------------------------------------------------- building a config
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read a ``--config`` TOML file: keys are SimulationConfig field names.
+
+    ``init``, ``Q``, ``K``, ``V`` take the command-line spellings; paths are
+    relative to the file.  ``init`` becomes :class:`InitSpec`.
+
+    Raises
+    ------
+    click.BadParameter
+        Unreadable TOML or unknown keys.
+    """
+    hint = "'--config'"
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise click.BadParameter(f"{path}: {exc}", param_hint=hint) from None
+    unknown = sorted(set(data) - set(CONFIG_KEYS))
+    if unknown:
+        raise click.BadParameter(
+            f"{path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(CONFIG_KEYS)}",
+            param_hint=hint,
+        )
+    base = path.parent
+    try:
+        if isinstance(data.get("init"), str):
+            data["init"] = parse_init_value(data["init"], base)
+        for m in ("Q", "K", "V"):
+            if m in data:
+                data[m] = parse_matrix_value(data[m], base)
+    except ValueError as exc:
+        raise click.BadParameter(f"{path}: {exc}", param_hint=hint) from None
+    return data
+
+
+def build_config(
+    options: dict[str, Any], config_file: Path | None
+) -> tuple[SimulationConfig, np.ndarray | None]:
+    """The configuration of `simulate`: command-line options over the --config file.
+
+    Parameters
+    ----------
+    options : dict
+        Field name -> value from the command line (None when not given).
+    config_file : Path, optional
+        TOML file of field values.
+
+    Returns
+    -------
+    config : SimulationConfig
+    x0 : ndarray or None
+        Initial positions from ``--init PATH.npy``.
+
+    Raises
+    ------
+    click.BadParameter, click.UsageError
+        Any invalid or missing value, naming the option (or the file key).
+    """
+    from_file = read_config_file(config_file) if config_file else {}
+    given = {k: v for k, v in options.items() if v is not None}
+    values = {**from_file, **given}
+
+    def hint(field: str) -> str:
+        if field in given or field not in from_file:
+            return f"'{option_name(field)}'"
+        return f"'{field}' in {config_file}"
+
+    missing = [option_name(k) for k in REQUIRED if k not in values]
+    if missing:
+        raise click.UsageError(
+            f"missing option(s) {', '.join(missing)}"
+            + (f" (or key(s) in {config_file})" if config_file else "")
+        )
+    x0 = None
+    init = values.get("init")
+    if isinstance(init, InitSpec):
+        values["init"], x0 = init.init, init.x0
+    try:
+        return SimulationConfig(**values), x0
+    except (ValueError, TypeError) as exc:
+        field = str(exc).split(" ", 1)[0]
+        if field in CONFIG_KEYS:
+            raise click.BadParameter(str(exc), param_hint=hint(field)) from None
+        raise click.UsageError(str(exc)) from None

@@ -1,0 +1,166 @@
+"""``particles simulate``: run a configuration into an H5MD trajectory file."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+import numpy as np
+from particles_cli.options import build_config, config_options, option_name
+
+from particles.io import (
+    OutputPathError,
+    RunFailed,
+    RunSummary,
+    run_to_file,
+)
+
+
+def summary_line(s: RunSummary) -> str:
+    """One line: frames, final time, status, final cluster count and energy."""
+    status = "complete" if s.complete else f"incomplete, {s.frames_expected} expected"
+    clusters = s.cluster_count()
+    energy = s.final_observables.get("energy")
+    if np.ndim(clusters) == 0:
+        parts = [f"clusters {int(clusters)}"]
+        if energy is not None:
+            parts.append(f"energy {energy:.6g}")
+    else:
+        parts = [
+            f"clusters mean {np.mean(clusters):.3g} (min {np.min(clusters)}, "
+            f"max {np.max(clusters)}) over {len(clusters)} systems"
+        ]
+        if energy is not None:
+            parts.append(f"energy mean {np.mean(energy):.6g}")
+    return f"{s.frames} frames to t={s.time:g} ({status}), " + ", ".join(parts)
+
+
+def _kept(out: Path, summary: RunSummary | None) -> str:
+    """What a stopped run left behind, in words."""
+    if summary is None:
+        return f"no frame was saved; {out} not written (an existing file is unchanged)"
+    return (
+        f"{out} holds {summary.frames} of {summary.frames_expected} frames "
+        f"(t={summary.time:g}), marked incomplete; continue with: "
+        f"particles simulate --resume --out {out}"
+    )
+
+
+@contextmanager
+def _one_line_warnings():
+    """Show warnings (e.g. StepSizeWarning) as one ``Warning: ...`` line on stderr."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        click.echo(f"Warning: {message}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show
+        yield
+
+
+@contextmanager
+def _stop_on_signals():
+    """SIGINT (Ctrl-C) and SIGTERM stop the run cleanly; yields ``requested()``.
+
+    The handler raises ``KeyboardInterrupt`` and also records the signal,
+    which the run polls after every frame: an interrupt raised while Numba
+    compiles can be swallowed inside llvmlite, and the record still stops
+    the run at its next frame.
+    """
+    requested: list[int] = []
+
+    def handler(signum, frame):
+        requested.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        pass
+    try:
+        yield requested
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@click.command("simulate")
+@config_options
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("run.h5"),
+    show_default=True,
+    help="Output H5MD file; never replaced without --overwrite.",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an existing --out, once the new run has produced its first frames.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the incomplete --out from its last frame (configuration from "
+    "the file; give no other option).",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="TOML file of configuration keys (SimulationConfig field names); options "
+    "given on the command line override it.",
+)
+def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None, **options) -> None:
+    """Simulate tokens on the sphere and stream the frames to an H5MD file.
+
+    Prints the output path and a one-line summary on stdout; a progress bar
+    appears on stderr for runs longer than a second.  Ctrl-C stops cleanly
+    (file kept, marked incomplete, exit status 130); --resume continues it.
+    """
+    if resume:
+        given = [option_name(k) for k, v in options.items() if v is not None]
+        given += ["--config"] * (config_file is not None) + ["--overwrite"] * overwrite
+        if given:
+            raise click.UsageError(
+                f"--resume continues the configuration stored in {out}; "
+                f"do not give {', '.join(given)}"
+            )
+        config, x0 = None, None
+    else:
+        config, x0 = build_config(options, config_file)
+    with _one_line_warnings(), _stop_on_signals() as requested:
+        try:
+            summary = run_to_file(
+                config,
+                out,
+                x0=x0,
+                overwrite=overwrite,
+                resume=resume,
+                progress=True,
+                should_stop=lambda: bool(requested),
+            )
+            status = 0
+        except KeyboardInterrupt as exc:  # RunInterrupted, or a signal before the run began
+            summary = getattr(exc, "summary", None)
+            status = 128 + (requested[0] if requested else signal.SIGINT)
+            click.echo("Interrupted: " + _kept(out, summary), err=True)
+        except RunFailed as exc:
+            summary, status = exc.summary, 1
+            click.echo(f"Error: {exc}; " + _kept(out, summary), err=True)
+        except OutputPathError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--out'") from None
+        except ValueError as exc:  # checked before any work: x0, the file to resume
+            raise click.UsageError(str(exc)) from None
+    if summary is not None:
+        click.echo(str(out))
+        click.echo(summary_line(summary))
+    if status:
+        sys.exit(status)
