@@ -1,0 +1,294 @@
+"""Clusters of tokens on the sphere: labels, sizes and centres.
+
+Three ways to cut tokens into clusters (:data:`METHODS`):
+
+``"components"`` (default)
+    Connected components of the graph "geodesic distance < eps"
+    (:func:`~particles.analysis.components.component_labels`): compiled,
+    streamed over pairs, O(n) memory.  This is single linkage cut at eps.
+``"single_linkage"``
+    SciPy hierarchical single linkage cut at eps: the same partition (up to
+    pairs at distance exactly eps), O(n^2) memory; a cross-check.
+``"gap"``
+    Single linkage cut in its largest gap: to the merge heights ``h_1 <= ...
+    <= h_{n-1}`` (geodesic, clipped below at ``floor``) append ``h_n = pi``
+    and apply the first m merges, where ``log h_{m+1} - log h_m`` is largest
+    (ties: fewer clusters).  No eps is needed: the log scale fits clusters
+    whose diameters shrink exponentially while their separations stay O(1);
+    appending ``pi`` lets a single tight cluster win.  It always applies at
+    least one merge (it cannot tell n well-separated singletons from
+    structure), so use it on clustered states, not on the first frames.
+
+Labels number the clusters of each system ``0 .. k-1`` in order of their
+first token.  Sizes and centres of a stack of systems are padded to the
+largest k (sizes with 0, centres with NaN).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from particles.analysis._base import Compute, as_tokens, result
+from particles.analysis.components import DEFAULT_EPS, component_labels
+
+#: clustering methods accepted by :class:`ClusterDetector`.
+METHODS: dict[str, str] = {
+    "components": "connected components of geodesic distance < eps (compiled, streamed)",
+    "single_linkage": "scipy single linkage cut at distance eps",
+    "gap": "scipy single linkage cut at the largest gap of log merge heights",
+}
+
+#: geodesic distances below this (radians) count as 0 in the "gap" method:
+#: tokens that coincide to rounding have arbitrary tiny distances.
+DEFAULT_FLOOR = 1e-10
+
+
+def canonical_labels(labels: np.ndarray) -> tuple[np.ndarray, int]:
+    """Renumber labels ``0 .. k-1`` in order of first appearance.
+
+    Parameters
+    ----------
+    labels : ndarray of int, shape (n,)
+        Any integer labels.
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (n,)
+        Renumbered labels.
+    k : int
+        Number of distinct labels.
+    """
+    uniq, first, inv = np.unique(labels, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    remap = np.empty(uniq.size, dtype=np.int64)
+    remap[order] = np.arange(uniq.size)
+    return remap[inv.ravel()], int(uniq.size)
+
+
+def _linkage(x: np.ndarray) -> np.ndarray:
+    """Single-linkage heights in geodesic distance (n - 1 rows of scipy's Z)."""
+    from scipy.cluster.hierarchy import linkage
+    from scipy.spatial.distance import pdist
+
+    # chord distances are accurate for tiny separations (arccos is not) and
+    # are monotone in the geodesic distance, so the linkage tree is the same
+    Z = linkage(pdist(x), method="single")
+    Z[:, 2] = 2.0 * np.arcsin(np.minimum(Z[:, 2] / 2.0, 1.0))
+    return Z
+
+
+def _apply_merges(Z: np.ndarray, n: int, m: int) -> np.ndarray:
+    """Labels after the first ``m`` merges of the linkage ``Z``."""
+    parent = np.arange(2 * n - 1)
+    for r in range(m):
+        a, b = int(Z[r, 0]), int(Z[r, 1])
+        parent[a] = parent[b] = n + r
+    roots = np.arange(n)
+    # follow parents to the top; each pass climbs one level for every leaf
+    while True:
+        up = parent[roots]
+        if np.array_equal(up, roots):
+            break
+        roots = up
+    return canonical_labels(roots)[0]
+
+
+def single_linkage_labels(
+    x: np.ndarray, eps: float | None = DEFAULT_EPS, floor: float = DEFAULT_FLOOR
+) -> np.ndarray:
+    """Single-linkage labels of one system, cut at ``eps`` or at the largest gap.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+        Tokens on the sphere.
+    eps : float or None
+        Cut distance in radians (merges strictly below eps are applied);
+        None cuts at the largest gap of the log merge heights.
+    floor : float
+        Heights below this are raised to it before looking for the gap.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+        Labels numbered in order of first appearance.
+    """
+    n = x.shape[0]
+    if n == 1:
+        return np.zeros(1, dtype=np.int64)
+    Z = _linkage(x)
+    h = Z[:, 2]
+    if eps is not None:
+        m = int(np.searchsorted(h, eps, side="left"))
+    else:
+        H = np.concatenate([np.maximum(h, floor), [np.pi]])
+        gaps = np.diff(np.log(H))  # gaps[m - 1]: cut after the first m merges
+        # argmax of the reversed gaps: on ties prefer more merges (fewer clusters)
+        m = n - 1 - int(np.argmax(gaps[::-1]))
+    return _apply_merges(Z, n, m)
+
+
+def cluster_sizes_centers(
+    x: np.ndarray, labels: np.ndarray, k: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sizes and centres (normalised means) of the clusters of one system.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+        Tokens.
+    labels : ndarray of int, shape (n,)
+        Cluster labels ``0 .. k-1``.
+    k : int, optional
+        Number of clusters (default ``labels.max() + 1``).
+
+    Returns
+    -------
+    sizes : ndarray of int64, shape (k,)
+        Tokens per cluster.
+    centers : ndarray, shape (k, d)
+        Normalised mean of each cluster; where the mean is (numerically) zero,
+        the cluster's first token.
+    """
+    k = int(labels.max()) + 1 if k is None else k
+    sizes = np.bincount(labels, minlength=k).astype(np.int64)
+    sums = np.zeros((k, x.shape[1]))
+    np.add.at(sums, labels, x)
+    norms = np.linalg.norm(sums, axis=1)
+    centers = np.empty_like(sums)
+    ok = norms > 1e-12 * np.maximum(sizes, 1)
+    centers[ok] = sums[ok] / norms[ok, None]
+    if not np.all(ok):
+        # a mean of (near-)zero norm has no direction: fall back to a member
+        first = np.full(k, -1)
+        for i in range(labels.size - 1, -1, -1):
+            first[labels[i]] = i
+        bad = np.flatnonzero(~ok & (first >= 0))
+        centers[bad] = x[first[bad]]
+    return sizes, centers
+
+
+def detect(
+    x: np.ndarray,
+    eps: float | None = DEFAULT_EPS,
+    method: str = "components",
+    floor: float = DEFAULT_FLOOR,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and counts of a stack of systems.
+
+    Parameters
+    ----------
+    x : ndarray, shape (m, n, d)
+        Systems (any leading axes flattened by the caller).
+    eps, method, floor
+        As in :class:`ClusterDetector`.
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (m, n)
+    counts : ndarray of int64, shape (m,)
+    """
+    if method == "components":
+        return component_labels(x, eps)
+    labels = np.empty(x.shape[:2], dtype=np.int64)
+    counts = np.empty(x.shape[0], dtype=np.int64)
+    cut = eps if method == "single_linkage" else None
+    for s in range(x.shape[0]):
+        labels[s] = single_linkage_labels(x[s], cut, floor)
+        counts[s] = labels[s].max() + 1
+    return labels, counts
+
+
+def check_method(eps: float | None, method: str) -> float | None:
+    """Validate a (eps, method) pair; returns eps as a float (or None for "gap")."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
+    if method == "gap":
+        return None if eps is None else float(eps)
+    if eps is None or not 0 < float(eps) < np.pi:
+        raise ValueError(f"eps must be in (0, pi) radians for method {method!r}, got {eps!r}")
+    return float(eps)
+
+
+class ClusterDetector(Compute):
+    """Clusters of tokens on the sphere.
+
+    Parameters
+    ----------
+    eps : float
+        Linking geodesic distance in radians (default
+        :data:`~particles.analysis.components.DEFAULT_EPS` = 0.05): tokens
+        closer than eps are in one cluster, and so are chains of them.
+        Ignored by ``method="gap"``.
+    method : {"components", "single_linkage", "gap"}
+        See :data:`METHODS` and the module docstring.
+    floor : float
+        Smallest distance the ``"gap"`` method resolves (radians).
+
+    Examples
+    --------
+    >>> det = ClusterDetector(0.05).compute(x)  # doctest: +SKIP
+    >>> det.num_clusters, det.sizes, det.centers       # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        eps: float | None = DEFAULT_EPS,
+        method: str = "components",
+        floor: float = DEFAULT_FLOOR,
+    ) -> None:
+        super().__init__()
+        self.eps = check_method(eps, method)
+        self.method = method
+        self.floor = float(floor)
+
+    def __repr__(self) -> str:
+        return f"ClusterDetector(eps={self.eps!r}, method={self.method!r})"
+
+    def compute(self, x: np.ndarray) -> ClusterDetector:
+        """Cluster the tokens.
+
+        Parameters
+        ----------
+        x : array_like, shape (n, d) or (..., n, d)
+            Tokens on the sphere; every leading axis (batch, frames) is a
+            separate system.
+
+        Returns
+        -------
+        ClusterDetector
+            ``self``.
+        """
+        x = as_tokens(x)
+        lead = x.shape[:-2]
+        n, d = x.shape[-2:]
+        flat = x.reshape(-1, n, d)
+        labels, counts = detect(flat, self.eps, self.method, self.floor)
+        kmax = int(counts.max())
+        sizes = np.zeros((flat.shape[0], kmax), dtype=np.int64)
+        centers = np.full((flat.shape[0], kmax, d), np.nan)
+        for s in range(flat.shape[0]):
+            k = int(counts[s])
+            sizes[s, :k], centers[s, :k] = cluster_sizes_centers(flat[s], labels[s], k)
+        if not lead:
+            k = int(counts[0])
+            self._set(labels=labels[0], num_clusters=k, sizes=sizes[0, :k], centers=centers[0, :k])
+        else:
+            self._set(
+                labels=labels.reshape(*lead, n),
+                num_clusters=counts.reshape(lead),
+                sizes=sizes.reshape(*lead, kmax),
+                centers=centers.reshape(*lead, kmax, d),
+            )
+        return self
+
+    labels = result(
+        "labels",
+        "Cluster label of each token, int64 array of shape (n,) or "
+        "(..., n); clusters numbered in order of their first token.",
+    )
+    num_clusters = result("num_clusters", "Number of clusters: int, or int64 array (...).")
+    sizes = result("sizes", "Tokens per cluster, int64 shape (k,) or (..., kmax) padded with 0.")
+    centers = result(
+        "centers", "Normalised cluster means, shape (k, d) or (..., kmax, d) padded with NaN."
+    )

@@ -1,0 +1,387 @@
+"""Cluster count over time, merge events and the two time scales.
+
+Self-attention dynamics cluster on two time scales (DESIGN.md section 2):
+tokens first gather into a few clusters quickly (times of order 1), and
+these clusters then persist for times of order ``exp(c beta)`` before merging
+pairwise (metastability).  On a logarithmic time axis the cluster count is a
+staircase; :class:`MergeAnalysis` reads the two scales off it.
+
+Definitions (all times are saved-frame times, so they are resolved to the
+spacing of the saved frames; save logarithmically spaced times):
+
+Plateau
+    A maximal run of consecutive frames ``a .. b`` with the same cluster
+    count.  It starts at ``t_a`` and ends at ``t_{b+1}``, the first frame
+    showing another count (the merge time as seen); the last plateau ends at
+    the last frame and is *censored* (the count did not change before the end).
+Length on the log-time axis
+    ``L = log10(t_b / max(t_a, time_unit))`` decades, from the plateau's
+    first to its *last* frame: the count was seen constant over that span, so
+    ``L`` is a lower bound that coarse save times cannot inflate (a plateau
+    seen in one frame has ``L <= 0``).  ``time_unit`` (default 1, the time
+    scale of SA with ``V = I``, whose token speeds are at most 1) stops the
+    first instants after ``t = 0`` from counting as many decades: nothing
+    moves much before ``t ~ time_unit``.
+Long-lived
+    A plateau with ``L >= min_decades`` (default 1: the count is seen
+    unchanged over at least a factor 10 in time).  A censored plateau counts
+    when its observed length already reaches ``min_decades``.
+Formation time (fast scale)
+    The start of the first long-lived plateau (NaN if there is none).
+First merge time (slow scale)
+    The end of that plateau, if it is not censored (NaN otherwise: no merge
+    was seen after the clusters formed).
+Metastable plateaus and slow merges
+    The plateaus from the formation time on, and the merge events after it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from particles.analysis._base import Compute, as_tokens, result
+from particles.analysis.clusters import DEFAULT_FLOOR, check_method, detect
+from particles.analysis.components import DEFAULT_EPS
+from particles.analysis.tracking import MergeEvent, MergeTree, SplitEvent, track_labels
+
+#: default minimum plateau length, in decades of time, to call it long-lived.
+DEFAULT_MIN_DECADES = 1.0
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """A run of frames with a constant cluster count.
+
+    Attributes
+    ----------
+    system : int
+        System index (0 for a single system).
+    count : int
+        Number of clusters.
+    start_frame, end_frame : int
+        First frame of the run and first frame after it (the last frame when
+        censored).
+    start, end : float
+        Their times (``end``: the merge time as seen).
+    log_length : float
+        ``log10(t_last / max(start, time_unit))`` with ``t_last`` the time of
+        the run's last frame (see the module docstring).
+    long_lived : bool
+        ``log_length >= min_decades``.
+    censored : bool
+        True for the last plateau: the count did not change before the end.
+    """
+
+    system: int
+    count: int
+    start_frame: int
+    end_frame: int
+    start: float
+    end: float
+    log_length: float
+    long_lived: bool
+    censored: bool
+
+
+@dataclass(frozen=True)
+class Timescales:
+    """Fast and slow time scales of one system.
+
+    Attributes
+    ----------
+    system : int
+    formation_time : float
+        Start of the first long-lived plateau (NaN: none).
+    first_merge_time : float
+        End of that plateau (NaN: no merge after formation, or no formation).
+    clusters_formed : int
+        Cluster count on the first long-lived plateau (0: none).
+    metastable_plateaus : tuple of Plateau
+        Plateaus from the formation time on.
+    slow_merge_times : tuple of float
+        Times after the formation time at which the count dropped.
+    """
+
+    system: int
+    formation_time: float
+    first_merge_time: float
+    clusters_formed: int
+    metastable_plateaus: tuple[Plateau, ...]
+    slow_merge_times: tuple[float, ...]
+
+    @property
+    def separation(self) -> float:
+        """``log10(first_merge_time / formation_time)`` decades (NaN if undefined)."""
+        if not (self.first_merge_time > 0 and self.formation_time > 0):
+            return float("nan")
+        return float(np.log10(self.first_merge_time / self.formation_time))
+
+
+def find_plateaus(
+    times: np.ndarray,
+    counts: np.ndarray,
+    *,
+    system: int = 0,
+    min_decades: float = DEFAULT_MIN_DECADES,
+    time_unit: float = 1.0,
+) -> list[Plateau]:
+    """Plateaus of a cluster-count series.
+
+    Parameters
+    ----------
+    times : ndarray, shape (frames,)
+        Increasing frame times.
+    counts : ndarray of int, shape (frames,)
+        Cluster count per frame.
+    system : int
+        Recorded in the plateaus.
+    min_decades, time_unit : float
+        See the module docstring.
+
+    Returns
+    -------
+    list of Plateau
+        In time order; they tile the frames.
+    """
+    counts = np.asarray(counts)
+    frames = counts.shape[0]
+    if frames == 0:
+        return []
+    change = np.flatnonzero(np.diff(counts) != 0) + 1
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change, [frames - 1]])  # first frame after, or the last frame
+    out = []
+    for k, (a, e) in enumerate(zip(starts, ends, strict=True)):
+        censored = k == starts.size - 1
+        last = e if censored else e - 1  # last frame showing this count
+        t_last = float(times[last])
+        length = (
+            float(np.log10(t_last / max(float(times[a]), time_unit)))
+            if t_last > 0
+            else float("-inf")
+        )
+        out.append(
+            Plateau(
+                system,
+                int(counts[a]),
+                int(a),
+                int(e),
+                float(times[a]),
+                float(times[e]),
+                length,
+                bool(length >= min_decades),
+                censored,
+            )
+        )
+    return out
+
+
+def find_timescales(plateaus: list[Plateau], system: int = 0) -> Timescales:
+    """The fast and slow scales from the plateaus of one system.
+
+    Parameters
+    ----------
+    plateaus : list of Plateau
+        From :func:`find_plateaus`, in time order.
+    system : int
+        Recorded in the result.
+
+    Returns
+    -------
+    Timescales
+    """
+    first = next((k for k, p in enumerate(plateaus) if p.long_lived), None)
+    if first is None:
+        return Timescales(system, float("nan"), float("nan"), 0, (), ())
+    p = plateaus[first]
+    after = tuple(plateaus[first:])
+    drops = tuple(float(q.end) for q, nxt in itertools.pairwise(after) if nxt.count < q.count)
+    return Timescales(system, p.start, float("nan") if p.censored else p.end, p.count, after, drops)
+
+
+class MergeAnalysis(Compute):
+    """Cluster count, persistent labels, merges and time scales of a run.
+
+    Parameters
+    ----------
+    eps : float
+        Linking distance of the clusters (radians, default 0.05).
+    method : {"components", "single_linkage", "gap"}
+        Clustering method (see :class:`~particles.analysis.ClusterDetector`).
+    min_decades : float
+        A plateau of the cluster count is long-lived when it lasts at least
+        this many decades of time (default 1).
+    time_unit : float
+        Plateaus starting before this time are measured from it (default 1).
+    floor : float
+        Distance resolution of ``method="gap"``.
+
+    Notes
+    -----
+    The precise definitions of plateaus, long-lived, formation time and
+    merge times are in :mod:`particles.analysis.merges`.
+    """
+
+    def __init__(
+        self,
+        eps: float | None = DEFAULT_EPS,
+        method: str = "components",
+        *,
+        min_decades: float = DEFAULT_MIN_DECADES,
+        time_unit: float = 1.0,
+        floor: float = DEFAULT_FLOOR,
+    ) -> None:
+        super().__init__()
+        self.eps = check_method(eps, method)
+        self.method = method
+        if not (np.isfinite(min_decades) and min_decades > 0):
+            raise ValueError(f"min_decades must be a positive number, got {min_decades!r}")
+        if not (np.isfinite(time_unit) and time_unit > 0):
+            raise ValueError(f"time_unit must be a positive number, got {time_unit!r}")
+        self.min_decades = float(min_decades)
+        self.time_unit = float(time_unit)
+        self.floor = float(floor)
+
+    def __repr__(self) -> str:
+        return (
+            f"MergeAnalysis(eps={self.eps!r}, method={self.method!r}, "
+            f"min_decades={self.min_decades!r}, time_unit={self.time_unit!r})"
+        )
+
+    def settings(self) -> dict[str, Any]:
+        """The constructor arguments (stored with the results in files)."""
+        return {
+            "eps": self.eps,
+            "method": self.method,
+            "min_decades": self.min_decades,
+            "time_unit": self.time_unit,
+            "floor": self.floor,
+        }
+
+    def compute(
+        self, trajectory: Any, times: np.ndarray | None = None, *, batched: bool | None = None
+    ) -> MergeAnalysis:
+        """Analyse the frames of a run.
+
+        Parameters
+        ----------
+        trajectory : Trajectory or array_like
+            A :class:`~particles.Trajectory`, or positions of shape
+            (frames, n, d) or (frames, batch, n, d).
+        times : ndarray, shape (frames,), optional
+            Frame times (required with a positions array).
+        batched : bool, optional
+            Whether a 4-D positions array has a batch axis (inferred from the
+            number of dimensions when None).
+
+        Returns
+        -------
+        MergeAnalysis
+            ``self``.
+        """
+        if hasattr(trajectory, "positions") and hasattr(trajectory, "times"):
+            positions = trajectory.positions
+            times = trajectory.times if times is None else times
+        else:
+            positions = trajectory
+            if times is None:
+                raise ValueError("times are required when positions are given as an array")
+        x = as_tokens(positions, name="positions")
+        if batched is None:
+            batched = x.ndim == 4
+        if x.ndim != (4 if batched else 3):
+            raise ValueError(
+                f"positions must have shape (frames, n, d) or (frames, batch, n, d), got {x.shape}"
+            )
+        xb = x if batched else x[:, None]
+        frames, B, n, d = xb.shape
+        times = np.asarray(times, dtype=np.float64)
+        if times.shape != (frames,):
+            raise ValueError(f"times must have shape ({frames},), got {times.shape}")
+        if frames > 1 and np.any(np.diff(times) <= 0):
+            raise ValueError("times must be strictly increasing")
+
+        raw, counts = detect(xb.reshape(frames * B, n, d), self.eps, self.method, self.floor)
+        raw = raw.reshape(frames, B, n)
+        counts = counts.reshape(frames, B)
+        labels = np.empty_like(raw)
+        merges: list[MergeEvent] = []
+        splits: list[SplitEvent] = []
+        trees, plateaus, scales = [], [], []
+        for b in range(B):
+            tr = track_labels(raw[:, b], times, system=b)
+            labels[:, b] = tr.ids
+            merges.extend(tr.merges)
+            splits.extend(tr.splits)
+            trees.append(MergeTree.from_tracking(tr, times))
+            pl = find_plateaus(
+                times,
+                counts[:, b],
+                system=b,
+                min_decades=self.min_decades,
+                time_unit=self.time_unit,
+            )
+            plateaus.extend(pl)
+            scales.append(find_timescales(pl, system=b))
+        formation = np.array([s.formation_time for s in scales])
+        first_merge = np.array([s.first_merge_time for s in scales])
+        if batched:
+            self._set(
+                times=times,
+                counts=counts,
+                labels=labels,
+                merges=merges,
+                splits=splits,
+                trees=trees,
+                plateaus=plateaus,
+                timescales=scales,
+                formation_time=formation,
+                first_merge_time=first_merge,
+            )
+        else:
+            self._set(
+                times=times,
+                counts=counts[:, 0],
+                labels=labels[:, 0],
+                merges=merges,
+                splits=splits,
+                trees=trees[0],
+                plateaus=plateaus,
+                timescales=scales[0],
+                formation_time=float(formation[0]),
+                first_merge_time=float(first_merge[0]),
+            )
+        self._set(batched=bool(batched))
+        return self
+
+    times = result("times", "Frame times, shape (frames,).")
+    counts = result("counts", "Cluster count per frame, int64 (frames,) or (frames, batch).")
+    labels = result(
+        "labels",
+        "Persistent cluster id of each token, int64 (frames, n) or "
+        "(frames, batch, n): a cluster keeps its id from frame to frame.",
+    )
+    merges = result(
+        "merges", "All merge events (list of MergeEvent, all systems, time order within a system)."
+    )
+    splits = result(
+        "splits",
+        "Split events (list of SplitEvent): a cluster broke up because "
+        "tokens drifted past eps; rare in clustering dynamics.",
+    )
+    trees = result("trees", "MergeTree of the system, or a list of them (one per system).")
+    plateaus = result("plateaus", "All plateaus of the cluster count (list of Plateau).")
+    timescales = result("timescales", "Timescales of the system, or a list (one per system).")
+    formation_time = result(
+        "formation_time",
+        "Formation time: float, or array (batch,); NaN where no long-lived plateau exists.",
+    )
+    first_merge_time = result(
+        "first_merge_time",
+        "First merge after formation: float, or array (batch,); NaN where none was seen.",
+    )
+    batched = result("batched", "Whether the analysed run had a batch axis.")

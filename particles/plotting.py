@@ -1,0 +1,896 @@
+"""Pictures of runs: histograms, tokens on the sphere, clusters, energy, movies.
+
+Two layers:
+
+* Plot functions ``f(..., ax=None) -> ax`` draw into given axes (or a new
+  figure's axes when ``ax`` is None); they never show or save.
+* :func:`make_figure` assembles a whole figure of one :data:`KINDS` from a
+  trajectory and its analysis; :func:`save_plot` and :func:`plot_file`
+  write it to disk (PNG, or GIF for ``"movie"``) and are what the CLI calls.
+
+Figures are built as :class:`matplotlib.figure.Figure` objects, never through
+pyplot, so no GUI backend is touched (saving uses Agg) and nothing leaks
+between calls.  Log-time axes cannot show ``t = 0``: frames at ``t = 0`` are
+left out of them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from particles.analysis import AnalysisResult, InnerProductHistogram, analyze
+
+#: figure kinds of :func:`make_figure` and ``particles plot --kind``.
+KINDS: dict[str, str] = {
+    "clusters": "cluster count and normalised energy against log time, merges marked",
+    "histogram": "small multiples of pair inner-product histograms at chosen times",
+    "sphere": "tokens on the circle / sphere / top-3 principal directions, with trajectories",
+    "energy": "normalised energy staircase against log time vs the cluster-size prediction",
+    "movie": "GIF animation of the tokens",
+}
+
+#: kind drawn when none is asked for.
+DEFAULT_KIND = "clusters"
+
+_FAST = "0.6"  # colour of fast-phase merge marks
+_SLOW = "tab:red"  # colour of slow (metastable) merge marks
+_FORMATION = "tab:green"
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _new_axes(projection: str | None = None, figsize=(5.0, 4.0)) -> Axes:
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig.add_subplot(projection=projection)
+
+
+def _positive(times: np.ndarray) -> np.ndarray:
+    """Mask of frames a log-time axis can show."""
+    return np.asarray(times) > 0
+
+
+def _cluster_colors(labels: np.ndarray | None, n: int) -> np.ndarray:
+    """RGBA colour per token: one colour per cluster, largest cluster first."""
+    from matplotlib import colormaps
+
+    if labels is None:
+        return np.tile(np.array([0.12, 0.47, 0.71, 1.0]), (n, 1))
+    uniq, inv, sizes = np.unique(labels, return_inverse=True, return_counts=True)
+    rank = np.empty(uniq.size, dtype=np.int64)
+    rank[np.argsort(-sizes, kind="stable")] = np.arange(uniq.size)
+    cmap = colormaps["tab10" if uniq.size <= 10 else "tab20"]
+    return cmap(rank[inv.ravel()] % cmap.N)
+
+
+def principal_directions(x: np.ndarray, k: int = 3) -> np.ndarray:
+    """Top-k eigenvectors of the pooled second moment ``sum x^T x`` of tokens.
+
+    Parameters
+    ----------
+    x : ndarray, shape (..., n, d)
+        Tokens (all leading axes pooled).
+    k : int
+        Number of directions.
+
+    Returns
+    -------
+    ndarray, shape (d, k)
+        Orthonormal columns, largest eigenvalue first.
+    """
+    flat = np.asarray(x, dtype=np.float64).reshape(-1, x.shape[-1])
+    _, v = np.linalg.eigh(flat.T @ flat)
+    return v[:, ::-1][:, :k]
+
+
+def _arcs(path: np.ndarray, sub: int = 4) -> np.ndarray:
+    """Refine a token path (frames, d) by normalised linear interpolation.
+
+    Consecutive saved frames can be far apart; joining them by chords would
+    cut through the sphere, so each segment gets ``sub`` points on the sphere.
+    """
+    if path.shape[0] < 2:
+        return path
+    s = np.linspace(0.0, 1.0, sub, endpoint=False)
+    seg = path[:-1, None, :] * (1 - s)[None, :, None] + path[1:, None, :] * s[None, :, None]
+    pts = np.concatenate([seg.reshape(-1, path.shape[1]), path[-1:]])
+    norms = np.linalg.norm(pts, axis=1, keepdims=True)
+    return pts / np.where(norms > 0, norms, 1.0)
+
+
+def _sphere_wireframe(ax: Axes) -> None:
+    """A faint unit sphere on 3-D axes, equal aspect, no axis clutter."""
+    u = np.linspace(0, 2 * np.pi, 25)
+    v = np.linspace(0, np.pi, 13)
+    ax.plot_wireframe(
+        np.outer(np.cos(u), np.sin(v)),
+        np.outer(np.sin(u), np.sin(v)),
+        np.outer(np.ones_like(u), np.cos(v)),
+        color="0.85",
+        linewidth=0.4,
+    )
+    ax.set_box_aspect((1, 1, 1), zoom=1.3)
+    for setter in (ax.set_xlim, ax.set_ylim, ax.set_zlim):
+        setter(-1.0, 1.0)
+    # coordinates carry no meaning on the sphere (nor after a projection)
+    ax.set_axis_off()
+
+
+def _unit_circle(ax: Axes) -> None:
+    t = np.linspace(0, 2 * np.pi, 361)
+    ax.plot(np.cos(t), np.sin(t), color="0.75", linewidth=1.0, zorder=0)
+    ax.set_aspect("equal")
+    ax.set_xlim(-1.12, 1.12)
+    ax.set_ylim(-1.12, 1.12)
+    ax.set_axis_off()
+
+
+def _time_radius(times: np.ndarray | None, frames: int) -> np.ndarray:
+    """Radius per frame for d = 2 trails: 0.25 at the start to 1 at the end,
+    linear in log time (in frame index without times)."""
+    if times is None or frames < 2:
+        s = np.linspace(0.0, 1.0, frames)
+    else:
+        t = np.asarray(times, dtype=np.float64)
+        pos = t[t > 0]
+        if pos.size < 2:
+            s = np.linspace(0.0, 1.0, frames)
+        else:
+            u = np.log(np.maximum(t, pos[0]))
+            s = (u - u[0]) / (u[-1] - u[0]) if u[-1] > u[0] else np.linspace(0, 1, frames)
+    return 0.25 + 0.75 * s
+
+
+def plot_histogram(
+    hist: InnerProductHistogram | tuple[np.ndarray, np.ndarray],
+    ax: Axes | None = None,
+    *,
+    density: bool = True,
+    log: bool = False,
+    title: str | None = None,
+    **style: Any,
+) -> Axes:
+    """Histogram of pair inner products on [-1, 1].
+
+    Parameters
+    ----------
+    hist : InnerProductHistogram or (bin_edges, counts)
+        A computed histogram, or edges (bins + 1,) and counts (bins,).
+    ax : Axes, optional
+        Where to draw (a new figure's axes when None).
+    density : bool
+        Normalise to unit integral.
+    log : bool
+        Logarithmic count axis (shows the small inter-cluster peaks next to
+        the large within-cluster peak at 1).
+    title : str, optional
+    **style
+        Passed to ``Axes.stairs``.
+
+    Returns
+    -------
+    Axes
+    """
+    ax = _new_axes() if ax is None else ax
+    if isinstance(hist, InnerProductHistogram):
+        edges, counts = hist.bin_edges, hist.counts
+    else:
+        edges, counts = (np.asarray(a) for a in hist)
+    values = counts.astype(float)
+    if density and values.sum() > 0:
+        values = values / (values.sum() * np.diff(edges))
+    style.setdefault("fill", True)
+    style.setdefault("alpha", 0.8)
+    ax.stairs(values, edges, **style)
+    ax.set_xlim(edges[0], edges[-1])
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel(r"$\langle x_i, x_j\rangle$")
+    ax.set_ylabel("density" if density else "pairs")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def plot_tokens(
+    positions: np.ndarray,
+    ax: Axes | None = None,
+    *,
+    times: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
+    trails: bool = True,
+    radial_time: bool = True,
+    directions: np.ndarray | None = None,
+    size: float = 20.0,
+) -> Axes:
+    """Tokens on the circle (d = 2), the sphere (d = 3) or a 3-D projection (d > 3).
+
+    Parameters
+    ----------
+    positions : ndarray, shape (n, d) or (frames, n, d)
+        One configuration, or a path: its last frame is drawn as filled
+        points, its first as small hollow points, and each token's
+        trajectory as a line.
+    ax : Axes, optional
+        2-D axes for d = 2; 3-D axes (``projection="3d"``) for d >= 3.
+    times : ndarray, shape (frames,), optional
+        Frame times (d = 2 trails use them for the radius).
+    labels : ndarray of int, shape (n,), optional
+        Cluster id per token (colours; largest cluster first).
+    trails : bool
+        Draw the trajectories.
+    radial_time : bool
+        d = 2 only: on the circle, trajectories would all lie on the circle
+        itself; instead draw them in the disk at a radius growing from 0.25
+        (first frame) to 1 (last frame) linearly in log time, so paths
+        converging into clusters are visible.
+    directions : ndarray, shape (d, 3), optional
+        Projection for d > 3 (default: :func:`principal_directions` of all
+        frames).  Projected tokens lie inside the unit ball.
+    size : float
+        Marker size.
+
+    Returns
+    -------
+    Axes
+    """
+    x = np.asarray(positions, dtype=np.float64)
+    path = x if x.ndim == 3 else x[None]
+    frames, n, d = path.shape
+    colors = _cluster_colors(labels, n)
+    if d > 3 and directions is None:
+        directions = principal_directions(path)
+    if ax is None:
+        ax = _new_axes(None if d == 2 else "3d", figsize=(5.0, 5.0))
+
+    def show(pts: np.ndarray) -> np.ndarray:
+        return pts @ directions if d > 3 else pts
+
+    if d == 2:
+        _unit_circle(ax)
+    else:
+        _sphere_wireframe(ax)
+    if trails and frames > 1:
+        radius = _time_radius(times, frames) if (d == 2 and radial_time) else None
+        sub = 4
+        for i in range(n):
+            arc = _arcs(path[:, i], sub)
+            if radius is not None:
+                arc = (
+                    arc
+                    * np.interp(np.arange(arc.shape[0]) / sub, np.arange(frames), radius)[:, None]
+                )
+            ax.plot(*show(arc).T, color=colors[i], linewidth=0.7, alpha=0.55)
+        first = show(path[0]) * (radius[0] if radius is not None else 1.0)
+        ax.scatter(
+            *first.T, s=size / 3, facecolors="none", edgecolors=colors, linewidths=0.6, zorder=2
+        )
+        if radius is not None:
+            ax.text(
+                0.0,
+                0.0,
+                "trails: radius\n∝ log t",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="0.5",
+            )
+    # depthshade fades far points, which hides cluster colours on the sphere
+    extra = {"depthshade": False} if d >= 3 else {}
+    ax.scatter(
+        *show(path[-1]).T, s=size, c=colors, edgecolors="k", linewidths=0.3, zorder=3, **extra
+    )
+    return ax
+
+
+def plot_angles(
+    times: np.ndarray,
+    positions: np.ndarray,
+    ax: Axes | None = None,
+    *,
+    labels: np.ndarray | None = None,
+) -> Axes:
+    """Angles ``theta_i(t)`` of tokens on the circle against log time (d = 2).
+
+    Parameters
+    ----------
+    times : ndarray, shape (frames,)
+    positions : ndarray, shape (frames, n, 2)
+    ax : Axes, optional
+    labels : ndarray of int, shape (n,), optional
+        Cluster id per token (colours).
+
+    Returns
+    -------
+    Axes
+    """
+    from particles.sphere import circle_to_angles
+
+    ax = _new_axes() if ax is None else ax
+    ok = _positive(times)
+    t = np.asarray(times)[ok]
+    theta = circle_to_angles(np.asarray(positions)[ok])  # (frames, n) in [0, 2 pi)
+    colors = _cluster_colors(labels, theta.shape[1])
+    for i in range(theta.shape[1]):
+        th = theta[:, i].copy()
+        # break the line where the token crosses the 0 / 2 pi seam
+        th[1:][np.abs(np.diff(th)) > np.pi] = np.nan
+        ax.plot(t, th, color=colors[i], linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 2 * np.pi)
+    ax.set_yticks([0, np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi], ["0", "π/2", "π", "3π/2", "2π"])
+    ax.set_xlabel("time t")
+    ax.set_ylabel("angle θ")
+    return ax
+
+
+def _mark_events(
+    ax: Axes, merges, formation_time: float | None, annotate: bool, label: str = "formation"
+) -> None:
+    """Vertical marks: merges (fast grey, slow red) and the formation time."""
+    form = np.inf if formation_time is None or np.isnan(formation_time) else formation_time
+    for ev in merges or ():
+        slow = ev.time > form
+        ax.axvline(
+            ev.time,
+            color=_SLOW if slow else _FAST,
+            linestyle=":",
+            linewidth=1.2 if slow else 0.6,
+            zorder=1,
+        )
+        if annotate and slow:
+            ax.annotate(
+                "merge " + "+".join(map(str, ev.sizes)),
+                (ev.time, 0.97),
+                xycoords=("data", "axes fraction"),
+                xytext=(-3, 0),
+                textcoords="offset points",
+                rotation=90,
+                ha="right",
+                va="top",
+                fontsize=7,
+                color=_SLOW,
+            )
+    if np.isfinite(form) and form > 0:
+        ax.axvline(
+            form,
+            color=_FORMATION,
+            linestyle="--",
+            linewidth=1.2,
+            zorder=1,
+            label=f"{label} t={form:.3g}",
+        )
+
+
+def plot_cluster_count(
+    times: np.ndarray,
+    counts: np.ndarray,
+    ax: Axes | None = None,
+    *,
+    merges=None,
+    formation_time: float | None = None,
+    plateaus=None,
+) -> Axes:
+    """Cluster count against log time.
+
+    Parameters
+    ----------
+    times : ndarray, shape (frames,)
+    counts : ndarray, shape (frames,) or (frames, batch)
+        One system (a staircase) or an ensemble (each system thin, the mean
+        thick).
+    ax : Axes, optional
+    merges : list of MergeEvent, optional
+        Marked by vertical lines (fast merges grey, those after the formation
+        time red with their sizes); for one system only.
+    formation_time : float, optional
+        Marked by a dashed line.
+    plateaus : list of Plateau, optional
+        Long-lived ones are shaded.
+
+    Returns
+    -------
+    Axes
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+    ax = _new_axes() if ax is None else ax
+    ok = _positive(times)
+    t, c = np.asarray(times)[ok], np.asarray(counts)[ok]
+    for p in plateaus or ():
+        if p.long_lived:
+            ax.axvspan(max(p.start, t[0]), p.end, color="tab:blue", alpha=0.08, linewidth=0)
+    if c.ndim == 1:
+        ax.step(t, c, where="post", color="tab:blue", linewidth=1.6, label="clusters")
+        _mark_events(ax, merges, formation_time, annotate=True)
+    else:
+        ax.step(t, c, where="post", color="tab:blue", linewidth=0.5, alpha=0.35)
+        ax.step(
+            t,
+            c.mean(axis=1),
+            where="post",
+            color="tab:blue",
+            linewidth=2.0,
+            label=f"mean of {c.shape[1]} systems",
+        )
+        _mark_events(ax, None, formation_time, annotate=False, label="median formation")
+    ax.set_xscale("log")
+    top = int(np.max(c)) if c.size else 1
+    if top > 40:
+        # counts spanning decades: log axis, but with plain integer labels
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(0.8, top * 1.25)
+    else:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(0, top + 1)
+    ax.set_xlabel("time t")
+    ax.set_ylabel("clusters")
+    ax.legend(loc="lower left", fontsize=8)
+    return ax
+
+
+def plot_energy(
+    times: np.ndarray,
+    energy_normalized: np.ndarray,
+    ax: Axes | None = None,
+    *,
+    merges=None,
+    formation_time: float | None = None,
+    size_prediction: np.ndarray | None = None,
+) -> Axes:
+    """Normalised energy ``2 beta e^{-beta} E_beta`` against log time.
+
+    Parameters
+    ----------
+    times : ndarray, shape (frames,)
+    energy_normalized : ndarray, shape (frames,) or (frames, batch)
+    ax : Axes, optional
+    merges, formation_time
+        Marked as in :func:`plot_cluster_count`.
+    size_prediction : ndarray, shape (frames,), optional
+        ``sum_c (n_c / n)^2`` over the clusters: the value the normalised
+        energy takes when the clusters are points far apart, so each merge
+        is a step of the staircase.
+
+    Returns
+    -------
+    Axes
+    """
+    ax = _new_axes() if ax is None else ax
+    ok = _positive(times)
+    t, e = np.asarray(times)[ok], np.asarray(energy_normalized)[ok]
+    if e.ndim == 1:
+        ax.plot(t, e, color="tab:purple", linewidth=1.6, label=r"$2\beta e^{-\beta}E_\beta$")
+        _mark_events(ax, merges, formation_time, annotate=False)
+    else:
+        ax.plot(t, e, color="tab:purple", linewidth=0.5, alpha=0.35)
+        ax.plot(
+            t,
+            e.mean(axis=1),
+            color="tab:purple",
+            linewidth=2.0,
+            label=rf"mean $2\beta e^{{-\beta}}E_\beta$ ({e.shape[1]} systems)",
+        )
+        _mark_events(ax, None, formation_time, annotate=False, label="median formation")
+    if size_prediction is not None:
+        ax.step(
+            t,
+            np.asarray(size_prediction)[ok],
+            where="post",
+            color="k",
+            linestyle="--",
+            linewidth=0.9,
+            label=r"$\sum_c (n_c/n)^2$",
+        )
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("time t")
+    ax.set_ylabel("normalised energy")
+    ax.legend(loc="upper left", fontsize=8)
+    return ax
+
+
+# ---------------------------------------------------------------- figures
+
+
+def _run_title(traj: Any, analysis: AnalysisResult) -> str:
+    cfg = getattr(traj, "config", None)
+    model = f"{cfg.model.upper()}, " if cfg is not None else ""
+    info = analysis.info
+    ens = f", batch={info['batch']}" if info.get("batch") else ""
+    return f"{model}n={info['n']}, d={info['d']}, β={info['beta']:g}{ens}"
+
+
+def _system(a: np.ndarray, batch: int | None, system: int) -> np.ndarray:
+    """Select one system's slice from a (frames, batch, ...) array."""
+    return a if batch is None else a[:, system]
+
+
+def _check_system(batch: int | None, system: int) -> None:
+    count = 1 if batch is None else batch
+    if not 0 <= system < count:
+        what = "a single system" if batch is None else f"an ensemble of {batch}"
+        raise ValueError(f"system must be in [0, {count}) for {what}, got {system}")
+
+
+def default_frames(times: np.ndarray, k: int = 6) -> np.ndarray:
+    """Indices of about k frames: the first, then spread evenly in log time.
+
+    The log-spaced part starts at ``max(first positive time, 1e-4 T)`` so
+    that runs saved from tiny times do not spend panels on instants where
+    nothing has moved yet.
+    """
+    times = np.asarray(times)
+    F = times.size
+    if F <= k:
+        return np.arange(F)
+    pos = times[times > 0]
+    if not pos.size:
+        return np.array([0])
+    T = times[-1]
+    targets = np.geomspace(max(pos[0], 1e-4 * T), T, k - 1)
+    idx = [0] + [int(np.argmin(np.abs(np.log(np.maximum(times, pos[0]) / t)))) for t in targets]
+    idx[-1] = F - 1
+    return np.unique(idx)
+
+
+def _frames_at(times: np.ndarray, when: Any) -> np.ndarray:
+    """Frame indices nearest to the requested times."""
+    when = np.atleast_1d(np.asarray(when, dtype=float))
+    return np.unique([int(np.argmin(np.abs(times - w))) for w in when])
+
+
+def _size_prediction(labels: np.ndarray) -> np.ndarray:
+    """``sum_c (n_c / n)^2`` per frame from labels (frames, n)."""
+    n = labels.shape[1]
+    out = np.empty(labels.shape[0])
+    for f in range(labels.shape[0]):
+        sizes = np.unique(labels[f], return_counts=True)[1]
+        out[f] = np.sum((sizes / n) ** 2)
+    return out
+
+
+def make_figure(
+    traj: Any,
+    kind: str = DEFAULT_KIND,
+    *,
+    analysis: AnalysisResult | None = None,
+    times: Any = None,
+    system: int = 0,
+    log_histogram: bool = True,
+) -> Figure:
+    """Assemble the figure of one kind for a run.
+
+    Parameters
+    ----------
+    traj : Trajectory
+        The run.
+    kind : str
+        One of :data:`KINDS` except ``"movie"`` (see :func:`save_movie`).
+    analysis : AnalysisResult, optional
+        Its analysis (computed with default settings when None).
+    times : float or sequence of float, optional
+        ``"histogram"``: times of the panels (nearest frames; default six
+        frames spread in log time).  ``"sphere"``: the time of the drawn
+        configuration (default the last frame; trajectories up to it).
+    system : int
+        Ensemble member drawn by ``"sphere"`` and marked in ``"clusters"``.
+    log_histogram : bool
+        Logarithmic count axis in the histograms.
+
+    Returns
+    -------
+    Figure
+    """
+    if kind not in KINDS or kind == "movie":
+        allowed = ", ".join(k for k in KINDS if k != "movie")
+        raise ValueError(f"kind must be one of {allowed} (movie: use save_movie), got {kind!r}")
+    analysis = analyze(traj) if analysis is None else analysis
+    batch = analysis.batch
+    _check_system(batch, system)
+    T = analysis.times
+    title = _run_title(traj, analysis)
+    ts = analysis.timescales[system if batch is not None else 0]
+    merges = [ev for ev in analysis.merges if ev.system == system]
+
+    if kind == "histogram":
+        idx = default_frames(T) if times is None else _frames_at(T, times)
+        cols = min(3, idx.size)
+        rows = -(-idx.size // cols)
+        fig = Figure(figsize=(3.2 * cols, 2.6 * rows + 0.4), layout="constrained")
+        axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel()
+        for ax, f in zip(axes, idx, strict=False):
+            plot_histogram(
+                (analysis.bin_edges, analysis.histograms[f]),
+                ax,
+                log=log_histogram,
+                title=f"t = {T[f]:.3g}",
+            )
+            ax.label_outer()
+        for ax in axes[idx.size :]:
+            ax.set_visible(False)
+        fig.suptitle(f"pair inner products, {title}")
+        return fig
+
+    if kind == "sphere":
+        x = np.asarray(traj.positions)
+        path = _system(x, batch, system)
+        last = T.size - 1 if times is None else int(_frames_at(T, times)[-1])
+        labels = _system(analysis.labels, batch, system)[last]
+        d = path.shape[-1]
+        k = len(np.unique(labels))
+        head = f"{title}\nt = {T[last]:.3g}, {k} cluster{'s' if k > 1 else ''}"
+        if d == 2:
+            fig = Figure(figsize=(10.0, 4.8), layout="constrained")
+            ax = fig.add_subplot(1, 2, 1)
+            plot_tokens(path[: last + 1], ax, times=T[: last + 1], labels=labels)
+            ax.set_title(head, fontsize=10)
+            ax2 = plot_angles(
+                T[: last + 1], path[: last + 1], fig.add_subplot(1, 2, 2), labels=labels
+            )
+            ax2.set_title("angles (colour: cluster at the end)", fontsize=10)
+            return fig
+        fig = Figure(figsize=(5.5, 5.5), layout="constrained")
+        ax = fig.add_subplot(projection="3d")
+        plot_tokens(path[: last + 1], ax, labels=labels)
+        what = "" if d == 3 else "\nprojected on the top 3 principal directions"
+        ax.set_title(head + what, fontsize=10)
+        return fig
+
+    counts = analysis.counts
+    energy = analysis.scalars["energy_normalized"]
+    one_system = batch is None
+    pred = _size_prediction(_system(analysis.labels, batch, system)) if one_system else None
+    # an ensemble is marked by the median formation time of its systems
+    forms = np.array([s.formation_time for s in analysis.timescales])
+    form = (
+        ts.formation_time
+        if one_system
+        else (float(np.nanmedian(forms)) if np.any(~np.isnan(forms)) else float("nan"))
+    )
+    if kind == "clusters":
+        fig = Figure(figsize=(6.4, 6.0), layout="constrained")
+        ax1, ax2 = fig.subplots(2, 1, sharex=True)
+        plot_cluster_count(
+            T,
+            counts,
+            ax1,
+            merges=merges if one_system else None,
+            formation_time=form,
+            plateaus=[p for p in analysis.plateaus if p.system == system] if one_system else None,
+        )
+        ax1.set_xlabel("")
+        plot_energy(T, energy, ax2, merges=merges if one_system else None, formation_time=form)
+        fig.suptitle(title)
+        return fig
+
+    # kind == "energy"
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    plot_energy(
+        T,
+        energy,
+        ax,
+        merges=merges if one_system else None,
+        formation_time=form,
+        size_prediction=pred,
+    )
+    fig.suptitle(title)
+    return fig
+
+
+def save_movie(
+    traj: Any,
+    out: str | os.PathLike,
+    *,
+    analysis: AnalysisResult | None = None,
+    system: int = 0,
+    fps: int = 8,
+    max_frames: int = 100,
+    trail: int = 5,
+    dpi: int = 80,
+) -> Path:
+    """Write a GIF of the tokens moving (matplotlib's PillowWriter).
+
+    Tokens keep the colour of the cluster they belong to at the end, so the
+    movie shows which tokens end up together; each drags a short trail.
+
+    Parameters
+    ----------
+    traj : Trajectory
+    out : str or path-like
+        Output GIF path (overwritten; :func:`save_plot` checks first).
+    analysis : AnalysisResult, optional
+        For the cluster colours and counts (computed when None).
+    system : int
+        Ensemble member to draw.
+    fps : int
+        Frames per second.
+    max_frames : int
+        Saved frames are subsampled evenly down to this many.
+    trail : int
+        Each token drags its positions at the last ``trail`` movie frames.
+    dpi : int
+        Resolution.
+
+    Returns
+    -------
+    Path
+    """
+    from matplotlib.animation import PillowWriter
+
+    analysis = analyze(traj) if analysis is None else analysis
+    batch = analysis.batch
+    _check_system(batch, system)
+    path = _system(np.asarray(traj.positions, dtype=np.float64), batch, system)
+    labels = _system(analysis.labels, batch, system)
+    T = analysis.times
+    frames, n, d = path.shape
+    idx = np.unique(np.linspace(0, frames - 1, min(frames, max_frames)).round().astype(int))
+    directions = principal_directions(path) if d > 3 else np.eye(d)
+    shown = path @ directions  # (frames, n, 2 or 3)
+    colors = _cluster_colors(labels[-1], n)
+    title = _run_title(traj, analysis)
+    if d > 3:
+        title += " (top 3 principal directions)"
+
+    # build the scene once and move its artists: rebuilding 3-D axes for every
+    # frame costs ~10x more
+    fig = Figure(figsize=(5.0, 5.0), layout="constrained")
+    if d == 2:
+        ax = fig.add_subplot()
+        _unit_circle(ax)
+    else:
+        ax = fig.add_subplot(projection="3d")
+        _sphere_wireframe(ax)
+    lines = [
+        ax.plot(*shown[:1, i].T, color=colors[i], linewidth=0.8, alpha=0.6)[0] for i in range(n)
+    ]
+    extra = {"depthshade": False} if d >= 3 else {}
+    dots = ax.scatter(
+        *shown[0].T, s=20, c=colors, edgecolors="k", linewidths=0.3, zorder=3, **extra
+    )
+    heading = ax.set_title("", fontsize=9)
+    writer = PillowWriter(fps=fps)
+    with writer.saving(fig, os.fspath(out), dpi):
+        for k, f in enumerate(idx):
+            start = idx[max(0, k - trail)]
+            for i, line in enumerate(lines):
+                arc = _arcs(path[start : f + 1, i]) @ directions
+                if d == 2:
+                    line.set_data(arc[:, 0], arc[:, 1])
+                else:
+                    line.set_data_3d(arc[:, 0], arc[:, 1], arc[:, 2])
+            if d == 2:
+                dots.set_offsets(shown[f])
+            else:
+                dots._offsets3d = tuple(shown[f].T)  # the documented way to move 3-D points
+            kf = len(np.unique(labels[f]))
+            heading.set_text(f"{title}\nt = {T[f]:.3g}, {kf} cluster{'s' if kf > 1 else ''}")
+            writer.grab_frame()
+    return Path(out)
+
+
+def default_output(path: str | os.PathLike, kind: str) -> Path:
+    """``run.h5`` -> ``run_<kind>.png`` (``.gif`` for movies) next to the input."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}_{kind}{'.gif' if kind == 'movie' else '.png'}")
+
+
+def save_plot(
+    traj: Any,
+    kind: str = DEFAULT_KIND,
+    out: str | os.PathLike | None = None,
+    *,
+    analysis: AnalysisResult | None = None,
+    overwrite: bool = False,
+    dpi: int = 120,
+    **options: Any,
+) -> Path:
+    """Draw a figure of one kind and write it (PNG, GIF for ``"movie"``).
+
+    Parameters
+    ----------
+    traj : Trajectory
+    kind : str
+        One of :data:`KINDS`.
+    out : str or path-like
+        Output file (required here; :func:`plot_file` has a default).
+    analysis : AnalysisResult, optional
+    overwrite : bool
+        Replace an existing output file.
+    dpi : int
+    **options
+        Passed to :func:`make_figure` (times, system, log_histogram) or
+        :func:`save_movie` (system, fps, max_frames, trail).
+
+    Returns
+    -------
+    Path
+        The written file.
+
+    Raises
+    ------
+    FileExistsError
+        If ``out`` exists and ``overwrite`` is False.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if out is None:
+        raise ValueError("out is required")
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"{out} exists; pass overwrite=True (--overwrite) to replace it")
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"output directory {out.parent} does not exist")
+    if kind == "movie":
+        options.pop("times", None)
+        options.pop("log_histogram", None)
+        return save_movie(traj, out, analysis=analysis, **options)
+    fig = make_figure(traj, kind, analysis=analysis, **options)
+    fig.savefig(out, dpi=dpi)
+    return out
+
+
+def plot_file(
+    path: str | os.PathLike,
+    kind: str = DEFAULT_KIND,
+    out: str | os.PathLike | None = None,
+    *,
+    overwrite: bool = False,
+    **options: Any,
+) -> Path:
+    """Plot a trajectory file (what ``particles plot`` calls).
+
+    The stored ``/analysis`` group is used when it matches the file's frames
+    (see :func:`particles.analysis.analyze_file`); otherwise the analysis is
+    computed in memory with default settings and not stored.
+
+    Parameters
+    ----------
+    path : str or path-like
+        An H5MD trajectory.
+    kind : str
+        One of :data:`KINDS` (default ``"clusters"``).
+    out : str or path-like, optional
+        Default :func:`default_output` (``run_<kind>.png`` next to the input).
+    overwrite : bool
+        Replace an existing output.
+    **options
+        Passed to :func:`save_plot`.
+
+    Returns
+    -------
+    Path
+        The written file.
+    """
+    from particles.analysis import read_analysis
+    from particles.io import load
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no such file: {os.fspath(path)}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    out = default_output(path, kind) if out is None else Path(out)
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"{out} exists; pass overwrite=True (--overwrite) to replace it")
+    traj = load(path)
+    try:
+        analysis = read_analysis(path)
+        if analysis.times.shape != traj.times.shape or not np.allclose(analysis.times, traj.times):
+            analysis = None  # stale: the run was extended after `analyze`
+    except (KeyError, OSError):
+        # no stored analysis, or the file is locked by a run still writing it
+        analysis = None
+    if analysis is None:
+        analysis = analyze(traj)
+    return save_plot(traj, kind, out, analysis=analysis, overwrite=overwrite, **options)
