@@ -73,7 +73,7 @@ def particles_step_time(n: int, d: int, batch: int | None, beta: float, h: float
     """Seconds per Euler step through the compiled runner, and the path taken."""
     config = SimulationConfig(n=n, d=d, beta=beta, integrator="euler", dt=h, batch=batch)
     field = build_field(config)
-    layout = _layout(config)
+    layout = _layout(config, field)
     nthreads = numba.get_num_threads()
     drift = field.parallel if layout == "rows" else field.serial
     wsize = field.workspace(nthreads if layout == "rows" else 1)
@@ -107,7 +107,7 @@ def memory_case(n: int = 100_000, d: int = 3) -> None:
     """Advance n tokens in d dimensions by one step; print the peak RSS."""
     config = SimulationConfig(n=n, d=d, beta=1.0, integrator="euler", dt=0.01)
     field = build_field(config)
-    layout = _layout(config)
+    layout = _layout(config, field)
     nthreads = numba.get_num_threads()
     run = fixed_runner("euler", field.parallel if layout == "rows" else field.serial, layout)
     X = np.random.default_rng(0).normal(size=(1, n, d))

@@ -16,7 +16,14 @@ from typing import Any
 import click
 import numpy as np
 
-from particles.config import INITS, NAMED_MATRICES, USA_SCALES, SimulationConfig, parse_init
+from particles.config import (
+    INITS,
+    NAMED_MATRICES,
+    OMEGA_DISTRIBUTIONS,
+    USA_SCALES,
+    SimulationConfig,
+    parse_init,
+)
 from particles.fields import KERNELS, MODELS
 from particles.integrators import INTEGRATORS
 
@@ -227,6 +234,32 @@ CONFIG_OPTIONS: list[tuple[str, Callable]] = [
     ),
     ("rtol", click.option("--rtol", "rtol", type=float, help="Adaptive relative tolerance.")),
     ("atol", click.option("--atol", "atol", type=float, help="Adaptive absolute tolerance.")),
+    (
+        "save_times",
+        click.option(
+            "--save-times",
+            "save_times",
+            type=str,
+            help="Output times instead of --save-every: log:START:STOP:NUM (log-spaced, for "
+            "metastable runs), lin:START:STOP:NUM or t1,t2,...",
+        ),
+    ),
+    (
+        "coupling",
+        click.option("--coupling", "coupling", type=float,
+                     help="Kuramoto coupling strength c (--model kuramoto)."),
+    ),
+    (
+        "omega",
+        click.option(
+            "--omega",
+            "omega",
+            type=str,
+            help="Kuramoto natural frequencies (--model kuramoto): "
+            + " | ".join(f"{k}:WIDTH[:CENTER]" for k in OMEGA_DISTRIBUTIONS)
+            + ", drawn with the seed.",
+        ),
+    ),
 ]
 
 

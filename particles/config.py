@@ -172,6 +172,32 @@ def freeze_omega(value: Any, n: int) -> str | tuple[float, ...] | None:
     return tuple(float(x) for x in w)
 
 
+_SAVE_TIMES_HELP = ("a sequence of times, 't1,t2,...', 'log:START:STOP:NUM' (log-spaced, "
+                    "START > 0) or 'lin:START:STOP:NUM'")
+
+
+def parse_save_times(spec: str) -> np.ndarray:
+    """Output times from a string: ``"log:1:1e4:50"``, ``"lin:0:10:11"`` or ``"0.5,1,2"``.
+
+    Returns
+    -------
+    ndarray, shape (k,)
+        The times (not yet checked against ``T``).
+    """
+    head, _, rest = spec.partition(":")
+    try:
+        if head in ("log", "lin"):
+            start, stop, num = rest.split(":")
+            start, stop, count = float(start), float(stop), int(num)
+            if count < 1 or (head == "log" and not 0 < start < stop):
+                raise ValueError
+            space = np.geomspace if head == "log" else np.linspace
+            return space(start, stop, count)
+        return np.array([float(t) for t in spec.split(",")])
+    except ValueError:
+        _fail("save_times", _SAVE_TIMES_HELP, spec)
+
+
 def _freeze_matrix(name: str, value: Any, d: int) -> str | tuple:
     if value is None:
         return "identity"
@@ -212,8 +238,11 @@ class SimulationConfig:
         Final time.
     save_every : int
         Steps between saved frames (adaptive: frames every ``save_every * dt``).
-    save_times : tuple of float, optional
+    save_times : tuple of float or str, optional
         Explicit increasing output times in ``[0, T]``; overrides ``save_every``.
+        A string is expanded once: ``"log:START:STOP:NUM"`` (log-spaced, the
+        natural grid for metastable runs), ``"lin:START:STOP:NUM"`` or
+        ``"t1,t2,..."``.
     batch : int, optional
         Number of independent systems (ensemble); None for one system.
     seed : int, optional
@@ -285,9 +314,11 @@ class SimulationConfig:
         set_(self, "save_every", _check_int("save_every", self.save_every, 1))
         if self.save_times is not None:
             try:
-                st = np.asarray(self.save_times, dtype=np.float64).ravel()
+                spec = self.save_times
+                st = (parse_save_times(spec) if isinstance(spec, str)
+                      else np.asarray(spec, dtype=np.float64).ravel())
             except (TypeError, ValueError):
-                _fail("save_times", "a sequence of numbers", self.save_times)
+                _fail("save_times", _SAVE_TIMES_HELP, self.save_times)
             if st.size == 0 or not np.all(np.isfinite(st)) or np.any(np.diff(st) <= 0):
                 _fail("save_times", "a non-empty strictly increasing sequence of finite times",
                       self.save_times)

@@ -148,9 +148,9 @@ def speed_bound(config: SimulationConfig) -> float:
     return v
 
 
-def _layout(config: SimulationConfig) -> str:
+def _layout(config: SimulationConfig, field: CompiledField) -> str:
     B = config.batch or 1
-    if B < numba.get_num_threads() and config.n >= ROWS_PARALLEL_MIN_N:
+    if field.pairwise and B < numba.get_num_threads() and config.n >= ROWS_PARALLEL_MIN_N:
         return "rows"
     return "batch"
 
@@ -205,7 +205,7 @@ def iter_frames(
     B = config.batch or 1
     X = np.array(positions, dtype=np.float64, order="C", copy=True).reshape(B, config.n, config.d)
     masses = config.mass_array()
-    layout = _layout(config)
+    layout = _layout(config, field)
     nthreads = numba.get_num_threads()
     drift = field.parallel if layout == "rows" else field.serial
     wsize = field.workspace(nthreads if layout == "rows" else 1)

@@ -112,6 +112,20 @@ def test_each_option_reaches_the_file(tmp_path, option, value, field, expected):
     assert getattr(load(out).config, field) == expected
 
 
+def test_log_spaced_save_times(tmp_path):
+    out = tmp_path / "log.h5"
+    ok(simulate(out, *BASE, "--T", "0.1", "--save-times", "log:0.001:0.1:3"))
+    np.testing.assert_allclose(load(out).times, [0, 0.001, 0.01, 0.1])
+
+
+def test_kuramoto_options(tmp_path):
+    out = tmp_path / "k.h5"
+    ok(simulate(out, "--n", "20", "--d", "2", "--beta", "0", "--T", "0.1", "--model", "kuramoto",
+                "--coupling", "2", "--omega", "lorentzian:0.5", "--seed", "3"))
+    config = load(out).config
+    assert (config.model, config.coupling, config.omega) == ("kuramoto", 2.0, "lorentzian:0.5")
+
+
 @pytest.mark.parametrize("integrator", list(INTEGRATORS))
 def test_every_integrator(tmp_path, integrator):
     out = tmp_path / "i.h5"
@@ -254,6 +268,9 @@ BAD_OPTIONS = {
     "init_missing_file": (["--init", "missing.npy"], "'--init'"),
     "matrix_name": (["--Q", "bogus"], "'--Q'"),
     "matrix_missing_file": (["--V", "nowhere/v.npy"], "'--V'"),
+    "save_times_spec": (["--save-times", "log:0:1:3"], "'--save-times'"),
+    "save_times_beyond_T": (["--save-times", "0.5,2"], "'--save-times'"),
+    "omega_other_model": (["--omega", "gaussian:1"], "'--omega'"),
 }
 
 

@@ -80,3 +80,16 @@ def test_output_times():
     np.testing.assert_allclose(cfg.output_times(), [0, 0.5, 1.0])
     cfg = SimulationConfig(n=2, d=2, beta=0.0, T=5.0, save_times=[1.0, 5.0])
     np.testing.assert_allclose(cfg.output_times(), [0, 1.0, 5.0])
+
+
+def test_save_times_specs():
+    cfg = SimulationConfig(n=2, d=2, beta=0.0, T=100.0, save_times="log:1:100:3")
+    np.testing.assert_allclose(cfg.output_times(), [0, 1, 10, 100])
+    assert SimulationConfig.from_json(cfg.to_json()) == cfg  # stored expanded
+    cfg = SimulationConfig(n=2, d=2, beta=0.0, T=1.0, save_times="lin:0:1:5")
+    np.testing.assert_allclose(cfg.output_times(), [0, 0.25, 0.5, 0.75, 1.0])
+    cfg = SimulationConfig(n=2, d=2, beta=0.0, T=1.0, save_times="0.5,1")
+    np.testing.assert_allclose(cfg.output_times(), [0, 0.5, 1.0])
+    for bad in ("log:0:1:3", "log:1:2", "lin:a:1:2", "1,x"):
+        with pytest.raises(ValueError, match="save_times must be"):
+            SimulationConfig(n=2, d=2, beta=0.0, T=10.0, save_times=bad)

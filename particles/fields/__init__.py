@@ -49,6 +49,9 @@ class CompiledField:
         ``reference(X) -> Y``, plain NumPy, shape (n, d) -> (n, d).
     name : str
         Path taken (for logs and benchmarks).
+    pairwise : bool
+        True when an evaluation costs O(n^2) (attention); O(n) fields (the
+        Kuramoto mean field) gain nothing from splitting rows over threads.
     """
 
     serial: Callable
@@ -57,6 +60,7 @@ class CompiledField:
     workspace: Callable[[int], int]
     reference: Callable[[np.ndarray], np.ndarray]
     name: str
+    pairwise: bool = True
 
 
 def _attention(config: SimulationConfig, *, normalized: bool) -> CompiledField:

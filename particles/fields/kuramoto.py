@@ -273,4 +273,5 @@ def build(config: SimulationConfig) -> CompiledField:
         workspace=lambda nchunks: workspace_size(n),
         reference=reference,
         name="kuramoto",
+        pairwise=False,
     )
