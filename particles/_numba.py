@@ -10,7 +10,15 @@ are built by :func:`specialize` from plain template functions whose free
 global names are bound per composition.  Unlike closures, these copies can be
 cached on disk: Numba keys its cache on the function's qualified name and
 bytecode, so the qualified name carries the composition and a hash of the
-package sources (a changed kernel anywhere invalidates every composed cache).
+kernel sources (a changed kernel anywhere invalidates every composed cache).
+
+Only *entry points* (functions called from Python: the runners, the
+observables) are cached, never the kernels they call.  With ``reassoc``, the
+rounding of a vectorised sum depends on how LLVM inlines and vectorises it;
+an entry point compiled against a callee loaded from the cache (object code,
+no IR to inline) rounds differently from one compiled from scratch.  Caching
+whole entry points only, each always compiled from source in one go, keeps
+every process bit-identical whatever the state of the cache.
 """
 
 from __future__ import annotations
@@ -68,7 +76,8 @@ def kernel_key(fn) -> str:
     return f"{py.__module__}.{py.__qualname__}"
 
 
-def specialize(template, key: str, *, parallel: bool = False, fastmath=FASTMATH, **bindings):
+def specialize(template, key: str, *, parallel: bool = False, cache: bool = False,
+               fastmath=FASTMATH, **bindings):
     """Compile a copy of ``template`` with some of its global names rebound.
 
     Parameters
@@ -81,13 +90,16 @@ def specialize(template, key: str, *, parallel: bool = False, fastmath=FASTMATH,
         it becomes part of the qualified name and so of the cache key.
     parallel, fastmath
         As in :func:`jit`.
+    cache : bool
+        Cache on disk; only for entry points called from Python (see the
+        module docstring).
     **bindings
         Global names to rebind: compiled functions or constants.
 
     Returns
     -------
     numba dispatcher
-        Cached on disk, keyed by template, key and :data:`SOURCE_HASH`.
+        With ``cache``, cached on disk, keyed by template, key and :data:`SOURCE_HASH`.
     """
     # without bindings the module's live namespace serves (names defined later
     # in the module resolve at compile time); with bindings, a copy
@@ -100,7 +112,7 @@ def specialize(template, key: str, *, parallel: bool = False, fastmath=FASTMATH,
     fn.__qualname__ = f"{template.__qualname__}__{safe}__{SOURCE_HASH}"
     fn.__module__ = template.__module__
     fn.__doc__ = template.__doc__
-    return jit(fn, parallel=parallel, cache=True, fastmath=fastmath)
+    return jit(fn, parallel=parallel, cache=cache, fastmath=fastmath)
 
 
 def cached(*, parallel: bool = False, fastmath=FASTMATH):
@@ -110,7 +122,7 @@ def cached(*, parallel: bool = False, fastmath=FASTMATH):
     ``cache=True`` only checks the caller's source file, so a change in a
     kernel it calls from another module would leave it stale.)
     """
-    return lambda fn: specialize(fn, "cached", parallel=parallel, fastmath=fastmath)
+    return lambda fn: specialize(fn, "cached", parallel=parallel, cache=True, fastmath=fastmath)
 
 
 prange = numba.prange

@@ -50,6 +50,7 @@ from particles.circle_analysis import OrderParameter, order_parameter
 from particles.config import USA_SCALES, SimulationConfig, check_coupling
 from particles.fastexp import exp_scalar
 from particles.fields.kuramoto import resolve_frequencies
+from particles.integrators.dopri5 import _A, _B, _E  # the DOPRI5 tableau, shared
 from particles.simulate import ROWS_PARALLEL_MIN_N, IntegrationError, StepSizeWarning
 from particles.sphere import angles_to_circle
 
@@ -286,18 +287,6 @@ def _rk4_run(theta, nsteps, h, p, ws, K):
             theta[i] += c * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i])
 
 
-# Dormand & Prince (1980) tableau; _E = b - bhat for the seven stages.
-_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0])
-_A = np.array([
-    [0, 0, 0, 0, 0, 0],
-    [1 / 5, 0, 0, 0, 0, 0],
-    [3 / 40, 9 / 40, 0, 0, 0, 0],
-    [44 / 45, -56 / 15, 32 / 9, 0, 0, 0],
-    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0, 0],
-    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656, 0],
-])
-_B = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])
-_E = np.array([71 / 57600, 0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40])
 
 
 def _dopri5_run(theta, t0, t1, hs, p, ws, K, rtol, atol, max_steps, st):
@@ -369,7 +358,8 @@ def _dopri5_run(theta, t0, t1, hs, p, ws, K, rtol, atol, max_steps, st):
 def _runner(integrator: str, model: str, parallel: bool):
     kernel = _KERNELS[(model, parallel)]
     template = _rk4_run if integrator == "rk4" else _dopri5_run
-    return specialize(template, f"{model}_{'parallel' if parallel else 'serial'}", rhs=kernel)
+    return specialize(template, f"{model}_{'parallel' if parallel else 'serial'}", cache=True,
+                      rhs=kernel)
 
 
 def angle_velocity(

@@ -19,15 +19,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from particles._numba import jit, prange
+from particles._numba import cached, prange
 
 #: values this far outside the histogram range still count in the edge bins.
 EDGE_TOL = 1e-9
 
 
-# cache=True: the CLI runs each analysis in a fresh process, and this kernel
+# cached: the CLI runs each analysis in a fresh process, and this kernel
 # takes seconds to compile
-@jit(parallel=True, cache=True)
+@cached(parallel=True)
 def _pair_counts(Xb, lo, hi, nbins, thr, nchunks, hist, close):
     """hist[b] += histogram of <x_i, x_j> (i < j) of system b; close[b] += #{> thr}.
 

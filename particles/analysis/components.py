@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._numba import jit, prange
+from particles._numba import cached, jit, prange
 
 #: default linking distance in radians: tokens closer than this share a cluster.
 DEFAULT_EPS = 0.05
 
 
-# cache=True on these kernels: the CLI analyses each file in a fresh process
-@jit(cache=True)
+# the batch entry point is cached: the CLI analyses each file in a fresh process
+@jit
 def _find(parent, i):
     root = i
     while parent[root] != root:
@@ -29,7 +29,7 @@ def _find(parent, i):
     return root
 
 
-@jit(cache=True)
+@jit
 def _components_one(X, cos_eps, labels):
     n, d = X.shape
     parent = np.arange(n)
@@ -55,7 +55,7 @@ def _components_one(X, cos_eps, labels):
     return nxt
 
 
-@jit(parallel=True, cache=True)
+@cached(parallel=True)
 def _components_batch(Xb, cos_eps, labels, counts):
     for b in prange(Xb.shape[0]):
         counts[b] = _components_one(Xb[b], cos_eps, labels[b])

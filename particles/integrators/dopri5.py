@@ -19,7 +19,7 @@ from particles.integrators._rows import normalize_rows, tangent_field
 ORDER = 5
 STAGES = 9
 
-# Butcher tableau (Dormand & Prince 1980).
+# Butcher tableau (Dormand & Prince 1980), also used by particles.circle.
 _A = np.array([
     [0, 0, 0, 0, 0, 0],
     [1 / 5, 0, 0, 0, 0, 0],

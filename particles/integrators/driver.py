@@ -9,7 +9,7 @@ Two layouts:
   rows (one large system).
 
 Runners are specialised per (integrator, drift, layout), kept for the
-process and cached on disk (see :func:`particles._numba.specialize`).
+process and cached on disk as whole entry points (see :mod:`particles._numba`).
 """
 
 from __future__ import annotations
@@ -78,8 +78,9 @@ def fixed_runner(integrator: str, drift, layout: str):
     bindings = dict(step=compiled_step(integrator, drift),
                     STAGES=INTEGRATORS[integrator].stages)
     if layout == "batch":
-        return specialize(_run_fixed_batch, _key(integrator, drift), parallel=True, **bindings)
-    return specialize(_run_fixed_rows, _key(integrator, drift), **bindings)
+        return specialize(_run_fixed_batch, _key(integrator, drift), parallel=True, cache=True,
+                          **bindings)
+    return specialize(_run_fixed_rows, _key(integrator, drift), cache=True, **bindings)
 
 
 def _one_adaptive(X, t0, t1, h0, p, ws, S, rtol, atol, max_steps, st):
@@ -138,5 +139,6 @@ def adaptive_runner(integrator: str, drift, layout: str):
     consts = dict(STAGES=module.STAGES, ORDER=module.ORDER)
     single = specialize(_one_adaptive, key, attempt=module.make_attempt(drift), **consts)
     if layout == "batch":
-        return specialize(_run_adaptive_batch, key, parallel=True, one=single, **consts)
-    return specialize(_run_adaptive_rows, key, one=single, **consts)
+        return specialize(_run_adaptive_batch, key, parallel=True, cache=True, one=single,
+                          **consts)
+    return specialize(_run_adaptive_rows, key, cache=True, one=single, **consts)
