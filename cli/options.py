@@ -24,7 +24,8 @@ from particles.config import (
     SimulationConfig,
     parse_init,
 )
-from particles.fields import KERNELS, MODELS
+from particles.fields import KERNELS, MODELS, NORMALIZATIONS
+from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS
 from particles.integrators import INTEGRATORS
 
 #: configuration fields that every run needs (no default in SimulationConfig).
@@ -260,6 +261,42 @@ CONFIG_OPTIONS: list[tuple[str, Callable]] = [
             + ", drawn with the seed.",
         ),
     ),
+    ("tau", click.option("--tau", "tau", type=float,
+                         help="Kernel parameter tau of rbf exp(-tau||q-k||^2) and l2 tau||q-k||.")),
+    ("gamma", click.option("--gamma", "gamma", type=float,
+                           help="Offset gamma of the quadratic kernel (<q,k> + gamma)^2.")),
+    (
+        "weights",
+        click.option(
+            "--weights", "weights", type=_choice(QK_WEIGHTS),
+            help="Q^T K ensemble (drawn from the seed): "
+            + "; ".join(f"{k} ({v})" for k, v in QK_WEIGHTS.items()) + ".",
+        ),
+    ),
+    (
+        "value_weights",
+        click.option(
+            "--value-weights", "value_weights", type=_choice(V_WEIGHTS),
+            help="V ensemble: " + "; ".join(f"{k} ({v})" for k, v in V_WEIGHTS.items()) + ".",
+        ),
+    ),
+    ("heads", click.option("--heads", "heads", type=int,
+                           help="Number of attention heads (outputs summed).")),
+    (
+        "normalization",
+        click.option(
+            "--normalization", "normalization", type=_choice(NORMALIZATIONS),
+            help="Attention normalisation: "
+            + "; ".join(f"{k} ({v})" for k, v in NORMALIZATIONS.items()) + ".",
+        ),
+    ),
+    ("sinkhorn_iters", click.option("--sinkhorn-iters", "sinkhorn_iters", type=int,
+                                    help="Maximum Sinkhorn iterations (1 is SA).")),
+    ("sinkhorn_tol", click.option("--sinkhorn-tol", "sinkhorn_tol", type=float,
+                                  help="Sinkhorn tolerance on the column sums.")),
+    ("layer_time", click.option("--layer-time", "layer_time", type=float,
+                                help="Redraw the random weights every LAYER_TIME units of "
+                                "time (one draw per layer, shared by the batch).")),
 ]
 
 

@@ -40,6 +40,11 @@ OMEGA_DISTRIBUTIONS: dict[str, str] = {
     "uniform": "uniform on [C - W, C + W]",
 }
 
+#: kernel -> the name of its parameter (DESIGN.md section 1).
+KERNEL_PARAMETERS: dict[str, str] = {
+    "edp": "beta", "rbf": "tau", "l2": "tau", "intersection": "beta", "quadratic": "gamma",
+}
+
 #: above this exponent e^x overflows float64.
 _MAX_EXP = 700.0
 
@@ -136,6 +141,17 @@ def check_coupling(value: Any) -> float:
         _fail("coupling", "a finite number", value)
     if isinstance(value, bool) or not math.isfinite(c):
         _fail("coupling", "a finite number", value)
+    return c
+
+
+def check_coupling_like(name: str, value: Any) -> float:
+    """``value`` as a finite float (any sign); ValueError naming ``name`` otherwise."""
+    try:
+        c = float(value)
+    except (TypeError, ValueError):
+        _fail(name, "a finite number", value)
+    if isinstance(value, bool) or not math.isfinite(c):
+        _fail(name, "a finite number", value)
     return c
 
 
@@ -294,6 +310,15 @@ class SimulationConfig:
     max_steps: int = 10**9
     coupling: float = 1.0
     omega: str | tuple[float, ...] | None = None
+    tau: float = 1.0
+    gamma: float = 1.0
+    weights: str = "given"
+    value_weights: str = "given"
+    heads: int = 1
+    normalization: str = "softmax"
+    sinkhorn_iters: int = 100
+    sinkhorn_tol: float = 1e-9
+    layer_time: float | None = None
 
     def __post_init__(self) -> None:
         from particles.fields import KERNELS, MODELS
@@ -346,17 +371,74 @@ class SimulationConfig:
         set_(self, "rtol", _check_float("rtol", self.rtol, minimum=0.0, strict=True))
         set_(self, "atol", _check_float("atol", self.atol, minimum=0.0, strict=True))
         set_(self, "max_steps", _check_int("max_steps", self.max_steps, 1))
-        if self.model == "usa":
-            # USA weights are exp(beta <q, k> - c) / n; their largest value must be finite
-            shift = self.beta if self.usa_scale == "n_exp_beta" else 0.0
-            reach = self.beta * self.qk_norm() - shift
+        self._check_attention()
+        if self.model == "usa" and self.weights == "given":
+            # USA weights are kappa(q, k) / n; their largest value must be finite
+            from particles.fields import usa_log_bound
+
+            reach = usa_log_bound(self, self.matrix("Q"), self.matrix("K"))
             if reach > _MAX_EXP:
                 hint = ("use usa_scale='n_exp_beta'" if self.usa_scale == "n"
                         else "scale Q or K down")
+                if self.kernel != "edp":
+                    hint = f"lower {KERNEL_PARAMETERS[self.kernel]} or scale Q or K down"
                 _fail("beta", f"small enough that USA weights exp(beta*||Q^T K|| - c) stay "
                       f"finite (beta*||Q^T K|| - c = {reach:.4g} > {_MAX_EXP:g}); {hint}",
                       self.beta)
         self._check_kuramoto()
+
+    def _check_attention(self) -> None:
+        """Validate kernels, weight ensembles, heads, normalisation and layers."""
+        from particles.fields import NORMALIZATIONS
+        from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS
+
+        set_ = object.__setattr__
+        set_(self, "tau", _check_float("tau", self.tau, minimum=0.0))
+        set_(self, "gamma", check_coupling_like("gamma", self.gamma))
+        param = KERNEL_PARAMETERS[self.kernel]
+        # a parameter the kernel does not use would silently run another model
+        if self.tau != 1.0 and param != "tau":
+            _fail("tau", f"1.0 (the default) unless kernel is 'rbf' or 'l2' "
+                  f"(kernel={self.kernel!r})", self.tau)
+        if self.gamma != 1.0 and param != "gamma":
+            _fail("gamma", f"1.0 (the default) unless kernel='quadratic' "
+                  f"(kernel={self.kernel!r})", self.gamma)
+        if self.kernel != "edp" and self.usa_scale != "n":
+            _fail("usa_scale", f"'n' for kernel={self.kernel!r} (the e^-beta time change "
+                  "belongs to the edp kernel)", self.usa_scale)
+        _check_choice("weights", self.weights, tuple(QK_WEIGHTS))
+        _check_choice("value_weights", self.value_weights, tuple(V_WEIGHTS))
+        if self.weights != "given" and (self.Q != "identity" or self.K != "identity"):
+            _fail("weights", "'given' when Q or K is set (a random ensemble replaces them)",
+                  self.weights)
+        if self.value_weights != "given" and self.V != "identity":
+            _fail("value_weights", "'given' when V is set (a random ensemble replaces it)",
+                  self.value_weights)
+        set_(self, "heads", _check_int("heads", self.heads, 1))
+        _check_choice("normalization", self.normalization, tuple(NORMALIZATIONS))
+        set_(self, "sinkhorn_iters", _check_int("sinkhorn_iters", self.sinkhorn_iters, 1))
+        set_(self, "sinkhorn_tol", _check_float("sinkhorn_tol", self.sinkhorn_tol,
+                                                minimum=0.0, strict=True))
+        if self.normalization == "sinkhorn":
+            if self.model != "sa":
+                _fail("normalization", "'softmax' unless model='sa'", self.normalization)
+            if self.kernel != "edp":
+                _fail("normalization", "'softmax' unless kernel='edp'", self.normalization)
+            if self.masses is not None:
+                _fail("masses", "None with normalization='sinkhorn'", "given masses")
+        if self.layer_time is not None:
+            set_(self, "layer_time", _check_float("layer_time", self.layer_time,
+                                                  minimum=0.0, strict=True))
+            if self.weights == "given" and self.value_weights in ("given", "identity"):
+                _fail("layer_time", "None unless weights or value_weights is a random "
+                      "ensemble (layers redraw them)", self.layer_time)
+        if self.model == "kuramoto":
+            for name, default in (("weights", "given"), ("value_weights", "given"),
+                                  ("heads", 1), ("normalization", "softmax"),
+                                  ("layer_time", None)):
+                if getattr(self, name) != default:
+                    _fail(name, f"{default!r} (the default) for model='kuramoto'",
+                          getattr(self, name))
 
     def _check_kuramoto(self) -> None:
         """Validate ``coupling`` and ``omega``, which only ``model="kuramoto"`` uses."""

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
@@ -166,6 +167,29 @@ def _blas_guard(field: CompiledField, layout: str, batch: int):
     return _THREADPOOLS.limit(limits=1, user_api="blas")
 
 
+def _layer_segments(t0: float, t1: float, layer_time: float | None
+                    ) -> list[tuple[float, float, int]]:
+    """Split ``[t0, t1]`` at multiples of ``layer_time``: ``(start, stop, layer)``.
+
+    Layer ``l`` covers ``[l * layer_time, (l + 1) * layer_time)``; without
+    layers everything is layer 0.
+    """
+    if layer_time is None:
+        return [(t0, t1, 0)]
+    out = []
+    a = t0
+    # the tolerance keeps a save point that equals a layer boundary from
+    # producing an empty segment
+    layer = math.floor(a / layer_time + 1e-9)
+    while a < t1 - 1e-12 * max(1.0, abs(t1)):
+        b = min(t1, (layer + 1) * layer_time)
+        if b - a > 1e-12 * max(1.0, abs(b)):
+            out.append((a, b, layer))
+        a = b
+        layer += 1
+    return out or [(t0, t1, math.floor(t0 / layer_time + 1e-9))]
+
+
 def iter_frames(
     config: SimulationConfig,
     positions: np.ndarray,
@@ -210,7 +234,7 @@ def iter_frames(
     drift = field.parallel if layout == "rows" else field.serial
     wsize = field.workspace(nthreads if layout == "rows" else 1)
     if not integrator.adaptive:
-        rate = speed_bound(config)
+        rate = field.speed if field.speed is not None else speed_bound(config)
         if config.dt * rate > 0.5:
             warnings.warn(
                 f"dt * (speed bound {rate:.3g}) = {config.dt * rate:.3g} > 0.5: the fixed step "
@@ -237,20 +261,25 @@ def iter_frames(
     step = start_step
     if start == 0:
         yield frame(0, step)
+    # weights of the current layer (redrawn from the seed when a layer starts)
+    layer_now, p = 0, field.params
     for k in range(start + 1, len(times)):
         t0, t1 = float(times[k - 1]), float(times[k])
-        with _blas_guard(field, layout, B):
-            if integrator.adaptive:
-                runner(X, t0, t1, min(config.dt, t1 - t0), field.params, wsize,
-                       config.rtol, config.atol, config.max_steps, stats)
-            else:
-                # equal steps that land exactly on the save time
-                nsteps = max(1, math.ceil((t1 - t0) / config.dt - 1e-9))
-                if step + nsteps > config.max_steps:
-                    raise IntegrationError(
-                        f"max_steps={config.max_steps} reached at t={t0:g}; raise max_steps")
-                runner(X, nsteps, (t1 - t0) / nsteps, field.params, wsize)
-                step += nsteps
+        for a, b, layer in _layer_segments(t0, t1, config.layer_time):
+            if layer != layer_now:
+                layer_now, p = layer, field.layer_params(layer)
+            with _blas_guard(field, layout, B):
+                if integrator.adaptive:
+                    runner(X, a, b, min(config.dt, b - a), p, wsize,
+                           config.rtol, config.atol, config.max_steps, stats)
+                else:
+                    # equal steps that land exactly on the save (or layer) time
+                    nsteps = max(1, math.ceil((b - a) / config.dt - 1e-9))
+                    if step + nsteps > config.max_steps:
+                        raise IntegrationError(
+                            f"max_steps={config.max_steps} reached at t={a:g}; raise max_steps")
+                    runner(X, nsteps, (b - a) / nsteps, p, wsize)
+                    step += nsteps
         if integrator.adaptive:
             step = k
             bad = np.flatnonzero(stats[:, 2] != STATUS_OK)
@@ -336,6 +365,7 @@ def simulate(
     progress: bool = False,
     coupling: float = 1.0,
     omega=None,
+    **attention: Any,
 ) -> Trajectory:
     """Simulate attention dynamics of ``n`` tokens on S^{d-1}.
 
@@ -374,6 +404,11 @@ def simulate(
         distribution ``"lorentzian:WIDTH"``, ``"gaussian:WIDTH"``,
         ``"uniform:WIDTH"`` (optionally ``:CENTER``), drawn with the seed, or
         ``n`` numbers.
+    **attention
+        Further configuration fields: ``tau``, ``gamma``, ``weights``,
+        ``value_weights``, ``heads``, ``normalization``, ``sinkhorn_iters``,
+        ``sinkhorn_tol``, ``layer_time`` (see
+        :class:`~particles.config.SimulationConfig`).
 
     Returns
     -------
@@ -391,6 +426,6 @@ def simulate(
         batch=batch, seed=seed, init="array" if x0 is not None else init,
         Q="identity" if Q is None else Q, K="identity" if K is None else K,
         V="identity" if V is None else V, masses=masses, rtol=rtol, atol=atol,
-        max_steps=max_steps, coupling=coupling, omega=omega,
+        max_steps=max_steps, coupling=coupling, omega=omega, **attention,
     )
     return run(config, x0, progress=progress)

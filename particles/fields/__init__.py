@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from particles.fields import attention, kuramoto
+from particles._numba import kernel_key
+from particles.fields import attention, kernels, kuramoto, sinkhorn
+from particles.fields.weights import draw_weights
 
 if TYPE_CHECKING:
     from particles.config import SimulationConfig
@@ -52,6 +55,11 @@ class CompiledField:
     pairwise : bool
         True when an evaluation costs O(n^2) (attention); O(n) fields (the
         Kuramoto mean field) gain nothing from splitting rows over threads.
+    layer_params : callable, optional
+        ``layer_params(layer) -> p``: the parameters of layer ``layer`` (random
+        weights redrawn per layer); None for fields without weights.
+    speed : float, optional
+        Upper bound on token speeds (None: the model computes its own).
     """
 
     serial: Callable
@@ -61,48 +69,189 @@ class CompiledField:
     reference: Callable[[np.ndarray], np.ndarray]
     name: str
     pairwise: bool = True
+    layer_params: Callable[[int], tuple] | None = None
+    speed: float | None = None
+
+
+def usa_log_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray) -> float:
+    """Upper bound on ``log kappa(q, k)`` minus the USA shift, for unit tokens.
+
+    The USA factor ``exp`` of it must stay finite (validation and
+    :func:`speed_bound` use it).  Parameters ``Q, K`` have shape (heads, d, d)
+    or (d, d).
+    """
+    Q = np.asarray(Q).reshape(-1, config.d, config.d)
+    K = np.asarray(K).reshape(-1, config.d, config.d)
+    nq = max(float(np.linalg.norm(q, 2)) for q in Q)
+    nk = max(float(np.linalg.norm(k, 2)) for k in K)
+    qk = max(float(np.linalg.norm(q.T @ k, 2)) for q, k in zip(Q, K, strict=True))
+    if config.kernel == "edp":
+        shift = config.beta if config.usa_scale == "n_exp_beta" else 0.0
+        return config.beta * qk - shift
+    if config.kernel == "rbf":
+        # the edp core scales by exp(2 tau |q| |k|) before the exp(-tau |q|^2) factor
+        return 2.0 * config.tau * nq * nk
+    if config.kernel == "intersection":
+        # sum_l min(b q_l, b k_l) <= b (|q|_1 + |k|_1) / 2 <= b sqrt(d) max(|q|, |k|)
+        return config.beta * np.sqrt(config.d) * max(nq, nk)
+    if config.kernel == "l2":
+        return float(np.log(max(config.tau * (nq + nk), 1e-300)))
+    return float(2.0 * np.log(max(nq * nk + abs(config.gamma), 1e-300)))
+
+
+def speed_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> float:
+    """Upper bound on token speeds for attention models with weights (heads, d, d).
+
+    SA (and Sinkhorn) move tokens by convex combinations of ``V x_j``: at most
+    ``||V||`` per head.  USA multiplies by the largest weight.
+    """
+    v = sum(float(np.linalg.norm(vh, 2)) for vh in np.asarray(V).reshape(-1, config.d, config.d))
+    if config.model == "usa":
+        return v * float(np.exp(min(usa_log_bound(config, Q, K), 700.0)))
+    return v
+
+
+def _check_usa_range(config: SimulationConfig, Q: np.ndarray, K: np.ndarray) -> None:
+    if config.model == "usa":
+        reach = usa_log_bound(config, Q, K)
+        if reach > 700.0:
+            raise ValueError(
+                f"beta must be small enough that USA weights stay finite with the drawn "
+                f"weights (log bound {reach:.4g} > 700); lower beta/tau or use "
+                f"usa_scale='n_exp_beta' (kernel edp), got {config.beta!r}")
+
+
+def _head_params(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, V: np.ndarray,
+                 normalized: bool) -> tuple:
+    """Parameter tuple of the single-head drift; ``Q, K, V`` of shape (d, d), or
+    (heads, d, d) for the multi-head drift (identity flags then hold for all heads)."""
+    d = config.d
+    eye = np.eye(d)
+    qk_identity = bool(np.all(Q == eye) and np.all(K == eye))
+    v_identity = bool(np.all(V == eye))
+    Q, K, V = (np.ascontiguousarray(a, dtype=np.float64) for a in (Q, K, V))
+    masses = config.mass_array()
+    inv_mass = 1.0 / float(masses.sum())
+    if config.normalization == "sinkhorn":
+        return (Q, K, V, float(config.beta), qk_identity, v_identity,
+                int(config.sinkhorn_iters), float(config.sinkhorn_tol))
+    if config.kernel == "edp":
+        usa_shift = float(config.beta) if config.usa_scale == "n_exp_beta" else 0.0
+        return (Q, K, V, np.log(masses), float(config.beta), normalized, usa_shift,
+                qk_identity, v_identity, inv_mass)
+    param = {"rbf": config.tau, "l2": config.tau, "quadratic": config.gamma,
+             "intersection": config.beta}[config.kernel]
+    return (Q, K, V, np.log(masses), float(param), normalized, qk_identity, v_identity,
+            inv_mass)
+
+
+def _single_head(config: SimulationConfig) -> tuple[Callable, Callable, Callable[[int], int],
+                                                    str]:
+    """(serial, parallel, workspace, name) of the single-head drift of a configuration."""
+    n, d = config.n, config.d
+    blas = d >= BLAS_MIN_D
+    if config.normalization == "sinkhorn":
+        return (sinkhorn.sinkhorn_serial, sinkhorn.sinkhorn_parallel,
+                lambda c: sinkhorn.sinkhorn_workspace_size(n, d, c), "sinkhorn")
+    if config.kernel in kernels.PAIR_DRIFTS_KERNELS:
+        return (kernels.PAIR_DRIFTS[(config.kernel, False)],
+                kernels.PAIR_DRIFTS[(config.kernel, True)],
+                lambda c: kernels.pair_workspace_size(n, d, c), f"pair_{config.kernel}")
+
+    def ws(c: int) -> int:
+        return attention.workspace_size(n, d, c, blas)
+
+    if config.kernel == "rbf":
+        ser, par = ((kernels.rbf_blas_serial, kernels.rbf_blas_parallel) if blas
+                    else (kernels.rbf_direct_serial, kernels.rbf_direct_parallel))
+        return ser, par, (lambda c: 2 * n + ws(c)), ("rbf_blas" if blas else "rbf_direct")
+    if blas:
+        return (attention.attention_blas_serial, attention.attention_blas_parallel, ws, "blas")
+    return (attention.attention_direct_serial, attention.attention_direct_parallel, ws,
+            "direct")
+
+
+@cache
+def _multihead_pair(serial: Callable, parallel: Callable) -> tuple[Callable, Callable]:
+    return (sinkhorn.multihead_drift(serial, kernel_key(serial)),
+            sinkhorn.multihead_drift(parallel, kernel_key(parallel)))
 
 
 def _attention(config: SimulationConfig, *, normalized: bool) -> CompiledField:
     n, d = config.n, config.d
-    Q, K, V = config.matrix("Q"), config.matrix("K"), config.matrix("V")
-    eye = np.eye(d)
-    qk_identity = bool(np.array_equal(Q, eye) and np.array_equal(K, eye))
-    v_identity = bool(np.array_equal(V, eye))
+    serial, parallel, workspace, name = _single_head(config)
+    H = config.heads
+    if H > 1:
+        serial, parallel = _multihead_pair(serial, parallel)
+        single_ws = workspace
+
+        def workspace(c: int) -> int:
+            return n * d + single_ws(c)
+
+        name = f"{name}_x{H}"
+
+    def layer_params(layer: int) -> tuple:
+        Q, K, V = draw_weights(config, layer)
+        _check_usa_range(config, Q, K)
+        # one flat tuple with (H, d, d) stacks: parallel regions cannot take
+        # nested tuples of arrays as arguments
+        return _head_params(config, Q if H > 1 else Q[0], K if H > 1 else K[0],
+                            V if H > 1 else V[0], normalized)
+
+    Q, K, V = draw_weights(config, 0)
     masses = config.mass_array()
-    usa_shift = float(config.beta) if config.usa_scale == "n_exp_beta" else 0.0
-    params = (
-        np.ascontiguousarray(Q),
-        np.ascontiguousarray(K),
-        np.ascontiguousarray(V),
-        np.log(masses),
-        float(config.beta),
-        normalized,
-        usa_shift,
-        qk_identity,
-        v_identity,
-        1.0 / float(masses.sum()),
-    )
-    blas = d >= BLAS_MIN_D
-    if blas:
-        serial, parallel = attention.attention_blas_serial, attention.attention_blas_parallel
-    else:
-        serial, parallel = attention.attention_direct_serial, attention.attention_direct_parallel
 
     def reference(X: np.ndarray) -> np.ndarray:
-        return attention.attention_reference(
-            X, beta=config.beta, normalized=normalized, usa_shift=usa_shift,
-            Q=Q, K=K, V=V, masses=masses,
-        )
+        return attention_reference_of(config, X, Q, K, V, masses, normalized)
 
     return CompiledField(
         serial=serial,
         parallel=parallel,
-        params=params,
-        workspace=lambda nchunks: attention.workspace_size(n, d, nchunks, blas),
+        params=layer_params(0),
+        workspace=workspace,
         reference=reference,
-        name=("blas" if blas else "direct"),
+        name=name,
+        layer_params=layer_params,
+        speed=speed_bound(config, Q, K, V),
     )
+
+
+def attention_reference_of(config: SimulationConfig, X: np.ndarray, Q: np.ndarray,
+                           K: np.ndarray, V: np.ndarray, masses: np.ndarray,
+                           normalized: bool) -> np.ndarray:
+    """Plain NumPy attention output of a configuration, summed over heads.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+    X : ndarray, shape (n, d)
+    Q, K, V : ndarray, shape (heads, d, d)
+    masses : ndarray, shape (n,)
+    normalized : bool
+        SA or USA.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+    """
+    out = np.zeros(np.shape(X))
+    for h in range(Q.shape[0]):
+        if config.normalization == "sinkhorn":
+            out += sinkhorn.sinkhorn_reference(
+                X, beta=config.beta, iters=config.sinkhorn_iters, tol=config.sinkhorn_tol,
+                Q=Q[h], K=K[h], V=V[h])[0]
+        elif config.kernel == "edp":
+            usa_shift = float(config.beta) if config.usa_scale == "n_exp_beta" else 0.0
+            out += attention.attention_reference(
+                X, beta=config.beta, normalized=normalized, usa_shift=usa_shift,
+                Q=Q[h], K=K[h], V=V[h], masses=masses)
+        else:
+            param = {"rbf": config.tau, "l2": config.tau, "quadratic": config.gamma,
+                     "intersection": config.beta}[config.kernel]
+            out += kernels.kernel_attention_reference(
+                X, config.kernel, param, normalized=normalized, Q=Q[h], K=K[h], V=V[h],
+                masses=masses)
+    return out
 
 
 def _sa(config: SimulationConfig) -> CompiledField:
@@ -132,8 +281,20 @@ MODELS: dict[str, Model] = {
     )
 }
 
-#: attention kernels kappa(q, k); DESIGN.md section 1.
-KERNELS: dict[str, str] = {"edp": "exp(beta <q, k>)"}
+#: attention kernels kappa(q, k); DESIGN.md section 1 (see particles.fields.kernels).
+KERNELS: dict[str, str] = {
+    "edp": "exp(beta <q, k>)",
+    "rbf": "exp(-tau ||q - k||^2)",
+    "l2": "tau ||q - k||",
+    "intersection": "exp(sum_l min(beta q_l, beta k_l))",
+    "quadratic": "(<q, k> + gamma)^2",
+}
+
+#: how attention weights are normalised (model "sa").
+NORMALIZATIONS: dict[str, str] = {
+    "softmax": "rows sum to 1 (SA)",
+    "sinkhorn": "doubly stochastic by log-domain Sinkhorn iterations (edp kernel)",
+}
 
 
 def build_field(config: SimulationConfig) -> CompiledField:
