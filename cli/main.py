@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 from particles_cli.analyze import analyze
+from particles_cli.compare import compare
 from particles_cli.info import info
 from particles_cli.plot import plot
 from particles_cli.simulate import simulate
@@ -18,6 +19,7 @@ COMMANDS: list[click.Command] = [
     info,
     analyze,
     plot,
+    compare,
 ]
 
 

@@ -160,6 +160,13 @@ def _frame_shape(config: SimulationConfig) -> tuple[int, ...]:
 def _inspect(f: h5py.File, path: Path) -> _Header:
     """Check that ``f`` is a trajectory this version can read; never reads frames."""
     params = f.get("parameters")
+    if isinstance(params, h5py.Group) and params.attrs.get("kind") == "comparison":
+        # several runs in one file (particles.io.compare): no single trajectory to read
+        raise _fail(
+            path,
+            "is a model comparison file (particles compare), not one run; "
+            "read it with particles.compare.load_comparison",
+        )
     if (
         "h5md" not in f
         or not isinstance(params, h5py.Group)

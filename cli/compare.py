@@ -1,0 +1,189 @@
+"""``particles compare``: SA, USA and Kuramoto from one initial condition on the circle."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import numpy as np
+from particles_cli.options import CONFIG_KEYS, CONFIG_OPTIONS, load_npy, option_name
+from particles_cli.simulate import _one_line_warnings, _stop_on_signals
+
+from particles.compare import (
+    DEFAULT_MODELS,
+    ComparisonFailed,
+    ComparisonInterrupted,
+    check_models,
+    compare_models,
+)
+from particles.config import parse_init
+from particles.fields import MODELS
+from particles.io import OutputPathError
+
+#: the configuration options of `simulate` that `compare` shares (same help texts);
+#: d is always 2, and the attention matrices, kernel and batch are not compared.
+SHARED = (
+    "n",
+    "beta",
+    "T",
+    "dt",
+    "save_every",
+    "save_times",
+    "integrator",
+    "usa_scale",
+    "seed",
+    "coupling",
+    "omega",
+)
+
+
+@dataclass(frozen=True)
+class CircleInit:
+    """A parsed ``--init``: a configuration name, or angles / points from PATH.npy."""
+
+    init: str = "uniform"
+    theta0: np.ndarray | None = None
+
+
+class _InitType(click.ParamType):
+    """``uniform|equispaced|cap:EPS|vmf:KAPPA|PATH.npy`` (angles (n,) or points (n, 2))."""
+
+    name = "init"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, CircleInit):
+            return value
+        try:
+            if value.endswith(".npy") or "/" in value:
+                a = load_npy(value, "initial angles")
+                if not np.issubdtype(a.dtype, np.number) or not (
+                    a.ndim == 1 or (a.ndim == 2 and a.shape[1] == 2)
+                ):
+                    raise ValueError(
+                        f"{value} must hold n angles (n,) or n points (n, 2), "
+                        f"got {a.dtype} {a.shape}"
+                    )
+                return CircleInit("array", a)
+            name, _ = parse_init(value)
+            if name == "array":
+                raise ValueError("init 'array' is given as PATH.npy")
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        return CircleInit(value)
+
+
+class _ModelsType(click.ParamType):
+    """Comma-separated model names from the registry."""
+
+    name = "models"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            return check_models(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _options(f):
+    shared = dict(CONFIG_OPTIONS)
+    for name in reversed(SHARED):
+        f = shared[name](f)
+    return f
+
+
+@click.command("compare")
+@_options
+@click.option(
+    "--models",
+    type=_ModelsType(),
+    default=",".join(DEFAULT_MODELS),
+    show_default=True,
+    help="Comma-separated models to run, each from the same initial condition: "
+    + ", ".join(MODELS)
+    + ".",
+)
+@click.option(
+    "--init",
+    "init",
+    type=_InitType(),
+    default="uniform",
+    show_default=True,
+    help="Initial condition on the circle: uniform | equispaced | cap:EPS | vmf:KAPPA | "
+    "PATH.npy of n angles (n,) or n points (n, 2); --n may then be left out.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("compare.h5"),
+    show_default=True,
+    help="Output H5MD file, one particle group per model; never replaced without --overwrite.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a PNG: r(t), cluster count and normalised energy per model, "
+    "and the final tokens of each model on the circle.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace existing --out and --plot files.")
+def compare(
+    models: tuple[str, ...],
+    init: CircleInit,
+    out: Path,
+    plot: Path | None,
+    overwrite: bool,
+    **options,
+) -> None:
+    """Run SA, USA and Kuramoto from one initial condition on the circle (d = 2).
+
+    All models share the seed, the initial tokens and the output times;
+    --coupling and --omega apply to Kuramoto.  Prints the file(s) written and
+    the final order parameter r, cluster count and normalised energy per model.
+    """
+    given = {k: v for k, v in options.items() if v is not None}
+    missing = [option_name(k) for k in ("n", "beta") if k not in given]
+    if init.theta0 is not None and "--n" in missing:
+        missing.remove("--n")
+    if missing:
+        raise click.UsageError(f"missing option(s) {', '.join(missing)}")
+    with _one_line_warnings(), _stop_on_signals() as requested:
+        try:
+            result = compare_models(
+                **given,
+                models=models,
+                init=init.init,
+                theta0=init.theta0,
+                out=out,
+                plot=plot,
+                overwrite=overwrite,
+                progress=True,
+                should_stop=lambda: bool(requested),
+            )
+        except ComparisonInterrupted as exc:
+            click.echo(f"Interrupted: {exc}", err=True)
+            sys.exit(128 + (requested[0] if requested else signal.SIGINT))
+        except KeyboardInterrupt:  # a signal before the run began
+            click.echo("Interrupted: nothing written", err=True)
+            sys.exit(128 + (requested[0] if requested else signal.SIGINT))
+        except ComparisonFailed as exc:
+            click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
+            sys.exit(1)
+        except OutputPathError as exc:
+            hint = "'--plot'" if plot is not None and str(plot) in str(exc) else "'--out'"
+            raise click.BadParameter(str(exc), param_hint=hint) from None
+        except (ValueError, TypeError) as exc:
+            field = str(exc).split(" ", 1)[0]
+            message = " ".join(str(exc).split())
+            if field in CONFIG_KEYS and field != "d":
+                raise click.BadParameter(message, param_hint=f"'{option_name(field)}'") from None
+            if field == "theta0":
+                raise click.BadParameter(message, param_hint="'--init'") from None
+            raise click.UsageError(message) from None
+    click.echo(str(result.path))
+    if plot is not None:
+        click.echo(str(plot))
+    click.echo(result.table())
