@@ -10,6 +10,7 @@ import click
 from particles_cli.analyze import analyze
 from particles_cli.compare import compare
 from particles_cli.info import info
+from particles_cli.kernels import kernels
 from particles_cli.plot import plot
 from particles_cli.simulate import simulate
 
@@ -20,6 +21,7 @@ COMMANDS: list[click.Command] = [
     analyze,
     plot,
     compare,
+    kernels,
 ]
 
 

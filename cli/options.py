@@ -375,6 +375,9 @@ def build_config(
             return f"'{option_name(field)}'"
         return f"'{field}' in {config_file}"
 
+    if values.get("model") == "kuramoto":
+        # beta only enters Kuramoto's recorded energy: E_0 = r^2 / 2 unless given
+        values.setdefault("beta", 0.0)
     missing = [option_name(k) for k in REQUIRED if k not in values]
     if missing:
         raise click.UsageError(

@@ -12,13 +12,15 @@ cached on disk: Numba keys its cache on the function's qualified name and
 bytecode, so the qualified name carries the composition and a hash of the
 kernel sources (a changed kernel anywhere invalidates every composed cache).
 
-Only *entry points* (functions called from Python: the runners, the
-observables) are cached, never the kernels they call.  With ``reassoc``, the
-rounding of a vectorised sum depends on how LLVM inlines and vectorises it;
-an entry point compiled against a callee loaded from the cache (object code,
-no IR to inline) rounds differently from one compiled from scratch.  Caching
-whole entry points only, each always compiled from source in one go, keeps
-every process bit-identical whatever the state of the cache.
+On-disk caching is switched off (:data:`DISK_CACHE`): with ``reassoc`` the
+rounding of a vectorised sum depends on the context LLVM optimises a kernel
+in, and a process that loads a cached entry point runs different code for
+the kernels it calls than a process that compiled them (measured: 1 ulp per
+step, so a resumed run drifted from an uninterrupted one).  Compiling in
+every process keeps every run bit-identical; the price is the compile time
+of the first call in each process.  Only entry points are marked for the
+cache, so that deterministic reductions (explicit vector lanes, no
+``reassoc``) can switch it back on.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ import types
 from pathlib import Path
 
 import numba
+
+#: on-disk cache for entry points marked ``cache=True`` (see the module docstring).
+DISK_CACHE = False
 
 #: fast-math flags safe for our kernels: reordering sums and FMA only.
 FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
@@ -91,15 +96,15 @@ def specialize(template, key: str, *, parallel: bool = False, cache: bool = Fals
     parallel, fastmath
         As in :func:`jit`.
     cache : bool
-        Cache on disk; only for entry points called from Python (see the
-        module docstring).
+        Mark as an entry point called from Python, cached on disk when
+        :data:`DISK_CACHE` is on (see the module docstring).
     **bindings
         Global names to rebind: compiled functions or constants.
 
     Returns
     -------
     numba dispatcher
-        With ``cache``, cached on disk, keyed by template, key and :data:`SOURCE_HASH`.
+        When cached, keyed on disk by template, key and :data:`SOURCE_HASH`.
     """
     # without bindings the module's live namespace serves (names defined later
     # in the module resolve at compile time); with bindings, a copy
@@ -112,13 +117,12 @@ def specialize(template, key: str, *, parallel: bool = False, cache: bool = Fals
     fn.__qualname__ = f"{template.__qualname__}__{safe}__{SOURCE_HASH}"
     fn.__module__ = template.__module__
     fn.__doc__ = template.__doc__
-    return jit(fn, parallel=parallel, cache=cache, fastmath=fastmath)
+    return jit(fn, parallel=parallel, cache=cache and DISK_CACHE, fastmath=fastmath)
 
 
 def cached(*, parallel: bool = False, fastmath=FASTMATH):
-    """Decorator: :func:`jit` with an on-disk cache keyed by :data:`SOURCE_HASH`.
-
-    For module-level entry points called from Python.  (Numba's own
+    """Decorator for module-level entry points called from Python: :func:`jit`
+    with an on-disk cache keyed by :data:`SOURCE_HASH` when :data:`DISK_CACHE` is on.  (Numba's own
     ``cache=True`` only checks the caller's source file, so a change in a
     kernel it calls from another module would leave it stale.)
     """

@@ -236,11 +236,12 @@ def iter_frames(
     if not integrator.adaptive:
         rate = field.speed if field.speed is not None else speed_bound(config)
         if config.dt * rate > 0.5:
+            hint = ", use usa_scale='n_exp_beta'" if config.model == "usa" else ""
             warnings.warn(
                 f"dt * (speed bound {rate:.3g}) = {config.dt * rate:.3g} > 0.5: the fixed step "
                 f"{config.integrator!r} will be inaccurate (tokens move up to "
-                f"~{config.dt * rate:.2g} rad per step); reduce dt, use usa_scale='n_exp_beta' "
-                "or integrator='dopri5'",
+                f"~{config.dt * rate:.2g} rad per step); reduce dt{hint} or use "
+                "integrator='dopri5'",
                 StepSizeWarning,
                 stacklevel=3,
             )

@@ -120,10 +120,12 @@ def test_log_spaced_save_times(tmp_path):
 
 def test_kuramoto_options(tmp_path):
     out = tmp_path / "k.h5"
-    ok(simulate(out, "--n", "20", "--d", "2", "--beta", "0", "--T", "0.1", "--model", "kuramoto",
-                "--coupling", "2", "--omega", "lorentzian:0.5", "--seed", "3"))
+    # the command: no --beta needed for Kuramoto
+    ok(simulate(out, "--n", "20", "--d", "2", "--T", "0.1", "--model", "kuramoto",
+                "--coupling", "2", "--omega", "lorentzian:0.5", "--seed", "3", "--dt", "0.001"))
     config = load(out).config
     assert (config.model, config.coupling, config.omega) == ("kuramoto", 2.0, "lorentzian:0.5")
+    assert config.beta == 0.0
 
 
 @pytest.mark.parametrize("integrator", list(INTEGRATORS))
