@@ -9,7 +9,13 @@ from pathlib import Path
 
 import click
 import numpy as np
-from particles_cli.options import CONFIG_KEYS, CONFIG_OPTIONS, load_npy, option_name
+from particles_cli.options import (
+    CONFIG_KEYS,
+    NamesType,
+    load_npy,
+    option_name,
+    some_config_options,
+)
 from particles_cli.simulate import _one_line_warnings, _stop_on_signals
 
 from particles.compare import (
@@ -75,32 +81,11 @@ class _InitType(click.ParamType):
         return CircleInit(value)
 
 
-class _ModelsType(click.ParamType):
-    """Comma-separated model names from the registry."""
-
-    name = "models"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            return check_models(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-def _options(f):
-    shared = dict(CONFIG_OPTIONS)
-    for name in reversed(SHARED):
-        f = shared[name](f)
-    return f
-
-
 @click.command("compare")
-@_options
+@some_config_options(*SHARED)
 @click.option(
     "--models",
-    type=_ModelsType(),
+    type=NamesType("models", check_models),
     default=",".join(DEFAULT_MODELS),
     show_default=True,
     help="Comma-separated models to run, each from the same initial condition: "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from particles_cli.options import CONFIG_KEYS, CONFIG_OPTIONS, option_name
+from particles_cli.options import CONFIG_KEYS, NamesType, option_name, some_config_options
 from particles_cli.simulate import _one_line_warnings
 
 from particles.analysis import DEFAULT_EPS
@@ -33,32 +33,11 @@ SHARED = (
 )
 
 
-class _KernelsType(click.ParamType):
-    """Comma-separated kernel names from the registry."""
-
-    name = "kernels"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            return check_kernels(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-def _options(f):
-    shared = dict(CONFIG_OPTIONS)
-    for name in reversed(SHARED):
-        f = shared[name](f)
-    return f
-
-
 @click.command("kernels")
-@_options
+@some_config_options(*SHARED)
 @click.option(
     "--kernels",
-    type=_KernelsType(),
+    type=NamesType("kernels", check_kernels),
     default=",".join(KERNELS),
     show_default=True,
     help="Comma-separated kernels to run, each from the same initial tokens ("

@@ -300,6 +300,34 @@ CONFIG_OPTIONS: list[tuple[str, Callable]] = [
 ]
 
 
+class NamesType(click.ParamType):
+    """Comma-separated registry names, checked by ``check(value) -> tuple``."""
+
+    def __init__(self, name: str, check: Callable[[Any], tuple]) -> None:
+        self.name = name
+        self._check = check
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            return self._check(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def some_config_options(*fields: str) -> Callable[[Callable], Callable]:
+    """Add the configuration options of the given fields (see :data:`CONFIG_OPTIONS`)."""
+    shared = dict(CONFIG_OPTIONS)
+
+    def decorate(f: Callable) -> Callable:
+        for name in reversed(fields):
+            f = shared[name](f)
+        return f
+
+    return decorate
+
+
 def config_options(f: Callable) -> Callable:
     """Add every configuration option (see :data:`CONFIG_OPTIONS`) to a command."""
     for _, decorate in reversed(CONFIG_OPTIONS):

@@ -50,7 +50,7 @@ from particles.analysis import (
     component_labels,
     count_clusters,
 )
-from particles.config import SimulationConfig
+from particles.config import SimulationConfig, check_names
 from particles.fields import MODELS
 from particles.io.compare import ComparisonWriter, ModelWriter, load_comparison
 from particles.io.run import OutputPathError, _promote, check_output_path
@@ -230,21 +230,7 @@ def check_models(models: Any) -> tuple[str, ...]:
     ValueError
         Empty, unknown or repeated names (one-line message starting "models").
     """
-    if isinstance(models, str):
-        models = tuple(m.strip() for m in models.split(","))
-    try:
-        models = tuple(models)
-    except TypeError:
-        raise ValueError(f"models must be a sequence of model names, got {models!r}") from None
-    unknown = [m for m in models if m not in MODELS]
-    if not models or unknown:
-        raise ValueError(
-            f"models must be one or more of {', '.join(MODELS)}, got "
-            f"{', '.join(map(repr, unknown or models)) or 'none'}"
-        )
-    if len(set(models)) != len(models):
-        raise ValueError(f"models must not repeat a model, got {', '.join(models)}")
-    return models
+    return check_names("models", models, MODELS)
 
 
 def _initial_points(theta0: ArrayLike, n: int | None) -> np.ndarray:

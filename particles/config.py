@@ -75,6 +75,45 @@ def _check_choice(name: str, value: Any, choices) -> str:
     return value
 
 
+def check_names(field: str, value: Any, registry) -> tuple[str, ...]:
+    """Names from a registry, as a sequence or one comma-separated string.
+
+    Parameters
+    ----------
+    field : str
+        Argument name used in the error messages (e.g. ``"models"``).
+    value : str or sequence of str
+        ``"sa,usa"`` or ``("sa", "usa")``.
+    registry : mapping
+        The allowed names (its keys).
+
+    Returns
+    -------
+    tuple of str
+        The names in order.
+
+    Raises
+    ------
+    ValueError
+        Empty, unknown or repeated names (one line starting with ``field``).
+    """
+    if isinstance(value, str):
+        value = tuple(v.strip() for v in value.split(","))
+    try:
+        names = tuple(value)
+    except TypeError:
+        raise ValueError(f"{field} must be a sequence of names, got {value!r}") from None
+    unknown = [v for v in names if v not in registry]
+    if not names or unknown:
+        raise ValueError(
+            f"{field} must be one or more of {', '.join(registry)}, got "
+            f"{', '.join(map(repr, unknown or names)) or 'none'}"
+        )
+    if len(set(names)) != len(names):
+        raise ValueError(f"{field} must not repeat a name, got {', '.join(names)}")
+    return names
+
+
 def parse_init(init: str) -> tuple[str, float | None]:
     """Split ``"cap:0.3"`` into ``("cap", 0.3)``; ``"uniform"`` into ``("uniform", None)``."""
     if not isinstance(init, str):

@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 
 from particles.analysis import DEFAULT_EPS, InnerProductHistogram, count_clusters
 from particles.compare import _STYLES, _check_output, _log_time
-from particles.config import KERNEL_PARAMETERS, SimulationConfig
+from particles.config import KERNEL_PARAMETERS, SimulationConfig, check_names
 from particles.fields import KERNELS
 from particles.plotting import plot_histogram
 from particles.simulate import initial_positions, simulate
@@ -138,21 +138,7 @@ def check_kernels(kernels: Any) -> tuple[str, ...]:
     ValueError
         Empty, unknown or repeated names (one-line message starting "kernels").
     """
-    if isinstance(kernels, str):
-        kernels = tuple(k.strip() for k in kernels.split(","))
-    try:
-        kernels = tuple(kernels)
-    except TypeError:
-        raise ValueError(f"kernels must be a sequence of kernel names, got {kernels!r}") from None
-    unknown = [k for k in kernels if k not in KERNELS]
-    if not kernels or unknown:
-        raise ValueError(
-            f"kernels must be one or more of {', '.join(KERNELS)}, got "
-            f"{', '.join(map(repr, unknown or kernels)) or 'none'}"
-        )
-    if len(set(kernels)) != len(kernels):
-        raise ValueError(f"kernels must not repeat a kernel, got {', '.join(kernels)}")
-    return kernels
+    return check_names("kernels", kernels, KERNELS)
 
 
 def _parameters(kernels: tuple[str, ...], tau: float | None,
