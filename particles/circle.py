@@ -51,6 +51,12 @@ from particles.config import USA_SCALES, SimulationConfig, check_coupling
 from particles.fastexp import exp_scalar
 from particles.fields.kuramoto import resolve_frequencies
 from particles.integrators.dopri5 import _A, _B, _E  # the DOPRI5 tableau, shared
+from particles.integrators.driver import (
+    STATUS_MAX_STEPS,
+    STATUS_OK,
+    STATUS_STEP_UNDERFLOW,
+    step_factor,
+)
 from particles.simulate import ROWS_PARALLEL_MIN_N, IntegrationError, StepSizeWarning
 from particles.sphere import angles_to_circle
 
@@ -83,8 +89,6 @@ BLOCK = 4096
 #: a row whose weights sum below this had a shift far above its true maximum
 #: (possible only with masses spanning > 1e100): recomputed with the exact one.
 _TINY_Z = 1e-100
-
-STATUS_OK, STATUS_MAX_STEPS, STATUS_STEP_UNDERFLOW = 0, 1, 2
 
 
 # ------------------------------------------------------------------ references
@@ -340,14 +344,11 @@ def _dopri5_run(theta, t0, t1, hs, p, ws, K, rtol, atol, max_steps, st):
                 K[0, i] = K[6, i]  # first same as last
             t = t1 if last else t + hh
             st[0] += 1
-            fac = 5.0 if err == 0.0 else min(5.0, max(0.2, 0.9 * err ** -0.2))
             # a truncated last step says nothing about the step to propose next
-            h = max(h, hh * fac) if last else hh * fac
+            h = max(h, hh * step_factor(err, 5)) if last else hh * step_factor(err, 5)
         else:
             st[1] += 1
-            # a NaN error (blown-up stage) counts as a rejection with the smallest factor
-            fac = 0.2 if not err < np.inf else min(1.0, max(0.2, 0.9 * err ** -0.2))
-            h = hh * fac
+            h = hh * step_factor(err, 5)
         if not h > 1e-14 * max(span, 1e-300):
             st[2] = STATUS_STEP_UNDERFLOW
             return

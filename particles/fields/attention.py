@@ -49,6 +49,13 @@ from particles.fastexp import exp_scalar
 BLOCK = 64
 
 
+def project_qkv(X: np.ndarray, Q: np.ndarray | None, K: np.ndarray | None,
+                V: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries ``Q x_i``, keys ``K x_j`` and values ``V x_j`` of tokens X (n, d),
+    each (n, d); a matrix given as None is the identity (plain NumPy, for references)."""
+    return tuple(X if M is None else X @ np.asarray(M, dtype=np.float64).T for M in (Q, K, V))
+
+
 def attention_reference(
     X: np.ndarray,
     *,
@@ -83,12 +90,8 @@ def attention_reference(
         ``y_i = sum_j A_ij V x_j``.
     """
     X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    eye = np.eye(d)
-    q = X @ (eye if Q is None else Q).T
-    k = X @ (eye if K is None else K).T
-    v = X @ (eye if V is None else V).T
-    m = np.ones(n) if masses is None else np.asarray(masses, dtype=np.float64)
+    q, k, v = project_qkv(X, Q, K, V)
+    m = np.ones(X.shape[0]) if masses is None else np.asarray(masses, dtype=np.float64)
     S = beta * (q @ k.T) + np.log(m)[None, :]
     M = S.max(axis=1, keepdims=True)
     W = np.exp(S - M)
@@ -268,24 +271,39 @@ def _row_factor(Z, m, normalized, usa_shift, inv_mass):
     return np.exp(m - usa_shift) * inv_mass
 
 
-def _attention_direct(X, p, out, ws):
-    """Attention output of one system, streamed rows (small d).
+@jit
+def _setup(X, p, ws):
+    """Carve the shared head of the scratch ``ws`` and fill it for X (n, d).
 
-    ``ws`` is float64 scratch of length ``3 n d + 2 n + nchunks * (n + d)``;
-    ``out`` (n, d) receives ``y``.
+    Returns views ``qs`` (n, d) = beta Q x, ``kT``, ``vT`` (d, n) and the row
+    shift bounds (n,), the first ``3 n d + n`` entries of ``ws``.
     """
-    Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity, inv_mass = p
+    Q, K, V, logm, beta = p[0], p[1], p[2], p[3], p[4]
+    qk_identity, v_identity = p[7], p[8]
     n, d = X.shape
     nd = n * d
     qs = ws[0:nd].reshape((n, d))
     kT = ws[nd:2 * nd].reshape((d, n))
     vT = ws[2 * nd:3 * nd].reshape((d, n))
     bound = ws[3 * nd:3 * nd + n]
+    _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
+    _bounds(qs, kT, logm, bound)
+    return qs, kT, vT, bound
+
+
+def _attention_direct(X, p, out, ws):
+    """Attention output of one system, streamed rows (small d).
+
+    ``ws`` is float64 scratch of length ``3 n d + 2 n + nchunks * (n + d)``;
+    ``out`` (n, d) receives ``y``.
+    """
+    logm, normalized, usa_shift, inv_mass = p[3], p[5], p[6], p[9]
+    n, d = X.shape
+    qs, kT, vT, bound = _setup(X, p, ws)
+    nd = n * d
     Zs = ws[3 * nd + n:3 * nd + 2 * n]
     base = 3 * nd + 2 * n
     nchunks = (ws.shape[0] - base) // (n + d)
-    _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
-    _bounds(qs, kT, logm, bound)
     for c in prange(nchunks):
         off = base + c * (n + d)
         buf = ws[off:off + n]
@@ -320,18 +338,12 @@ def _attention_blas(X, p, out, ws):
     ``ws`` is float64 scratch of length ``3 n d + n + nchunks * BLOCK * (n + d)``.
     BLAS must be single-threaded when ``parallel`` (see simulate).
     """
-    Q, K, V, logm, beta, normalized, usa_shift, qk_identity, v_identity, inv_mass = p
+    logm, normalized, usa_shift, inv_mass = p[3], p[5], p[6], p[9]
     n, d = X.shape
-    nd = n * d
-    qs = ws[0:nd].reshape((n, d))
-    kT = ws[nd:2 * nd].reshape((d, n))
-    vT = ws[2 * nd:3 * nd].reshape((d, n))
-    bound = ws[3 * nd:3 * nd + n]
-    base = 3 * nd + n
+    qs, kT, vT, bound = _setup(X, p, ws)
+    base = 3 * n * d + n
     per = BLOCK * (n + d)
     nchunks = (ws.shape[0] - base) // per
-    _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
-    _bounds(qs, kT, logm, bound)
     vx = vT.T  # (n, d) view for the second product
     nblocks = (n + BLOCK - 1) // BLOCK
     for c in prange(nchunks):

@@ -104,11 +104,8 @@ def kernel_attention_reference(
         Rows of zero total weight give ``y_i = 0``.
     """
     X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    eye = np.eye(d)
-    q = X @ (eye if Q is None else Q).T
-    k = X @ (eye if K is None else K).T
-    v = X @ (eye if V is None else V).T
+    n = X.shape[0]
+    q, k, v = attention.project_qkv(X, Q, K, V)
     m = np.ones(n) if masses is None else np.asarray(masses, dtype=np.float64)
     S = log_kernel_reference(kernel, q, k, param) + np.log(m)[None, :]
     M = S.max(axis=1, keepdims=True)

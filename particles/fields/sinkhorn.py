@@ -28,7 +28,7 @@ import numpy as np
 
 from particles._numba import jit, prange, specialize
 from particles.fastexp import exp_scalar
-from particles.fields.attention import _prepare
+from particles.fields.attention import _prepare, project_qkv
 
 
 def sinkhorn_reference(
@@ -64,11 +64,8 @@ def sinkhorn_reference(
         The attention matrix (rows sum to 1, columns within ``tol``).
     """
     X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    eye = np.eye(d)
-    q = X @ (eye if Q is None else Q).T
-    k = X @ (eye if K is None else K).T
-    v = X @ (eye if V is None else V).T
+    n = X.shape[0]
+    q, k, v = project_qkv(X, Q, K, V)
     S = beta * (q @ k.T)
 
     def lse(a: np.ndarray, axis: int) -> np.ndarray:
