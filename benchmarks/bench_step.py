@@ -42,13 +42,16 @@ CASES = [
 ]
 
 
-def numpy_layer(X: np.ndarray, beta: float, h: float) -> np.ndarray:
-    """One Transformer layer in NumPy; X of shape (batch, n, d)."""
-    S = beta * (X @ X.transpose(0, 2, 1))
+def numpy_layer(X: np.ndarray, beta: float, h: float, Q: np.ndarray | None = None,
+                K: np.ndarray | None = None, V: np.ndarray | None = None) -> np.ndarray:
+    """One Transformer layer in NumPy; X of shape (batch, n, d), optional
+    per-system weights Q, K, V of shape (batch, d, d) (identity when None)."""
+    q, k, v = (X if M is None else X @ M.transpose(0, 2, 1) for M in (Q, K, V))
+    S = beta * (q @ k.transpose(0, 2, 1))
     S -= S.max(axis=-1, keepdims=True)
     A = np.exp(S)
     A /= A.sum(axis=-1, keepdims=True)
-    X = X + h * (A @ X)
+    X = X + h * (A @ v)
     return X / np.linalg.norm(X, axis=-1, keepdims=True)
 
 

@@ -25,7 +25,7 @@ from particles.config import (
     parse_init,
 )
 from particles.fields import KERNELS, MODELS, NORMALIZATIONS
-from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS
+from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS
 from particles.integrators import INTEGRATORS
 
 #: configuration fields that every run needs (no default in SimulationConfig).
@@ -296,7 +296,15 @@ CONFIG_OPTIONS: list[tuple[str, Callable]] = [
                                   help="Sinkhorn tolerance on the column sums.")),
     ("layer_time", click.option("--layer-time", "layer_time", type=float,
                                 help="Redraw the random weights every LAYER_TIME units of "
-                                "time (one draw per layer, shared by the batch).")),
+                                "time (one draw per layer; see --weight-draws).")),
+    (
+        "weight_draws",
+        click.option(
+            "--weight-draws", "weight_draws", type=_choice(WEIGHT_DRAWS),
+            help="Random weights of a batch: "
+            + "; ".join(f"{k} ({v})" for k, v in WEIGHT_DRAWS.items()) + ".",
+        ),
+    ),
 ]
 
 

@@ -324,6 +324,26 @@ class SimulationConfig:
         :func:`particles.fields.kuramoto.natural_frequencies`), or ``n``
         explicit numbers.  One set of frequencies is shared by every system
         of a batch.
+    tau, gamma : float
+        Parameters of the ``rbf``/``l2`` and ``quadratic`` kernels (see
+        :data:`particles.fields.KERNELS`); 1.0 unless the kernel uses them.
+    weights, value_weights : str
+        Random ensembles of ``Q^T K`` and of ``V`` (keys of
+        :data:`particles.fields.weights.QK_WEIGHTS` and ``V_WEIGHTS``), drawn
+        from the weights child of the seed; ``"given"`` keeps Q, K, V.
+    heads : int
+        Attention heads, each with its own (drawn) Q, K, V; outputs summed.
+    normalization : str
+        ``"softmax"`` (SA) or ``"sinkhorn"`` (doubly stochastic, model sa,
+        kernel edp), see :data:`particles.fields.NORMALIZATIONS`.
+    sinkhorn_iters, sinkhorn_tol : int, float
+        Iteration cap and tolerance of the Sinkhorn normalisation.
+    layer_time : float, optional
+        Redraw the random weights every ``layer_time`` units of time (layer
+        ``l`` holds on ``[l * layer_time, (l + 1) * layer_time)``).
+    weight_draws : {"shared", "independent"}
+        Whether the systems of a batch share each layer's random weights or
+        draw their own (see :mod:`particles.fields.weights`).
     """
 
     n: int
@@ -358,6 +378,7 @@ class SimulationConfig:
     sinkhorn_iters: int = 100
     sinkhorn_tol: float = 1e-9
     layer_time: float | None = None
+    weight_draws: str = "shared"
 
     def __post_init__(self) -> None:
         from particles.fields import KERNELS, MODELS
@@ -429,7 +450,7 @@ class SimulationConfig:
     def _check_attention(self) -> None:
         """Validate kernels, weight ensembles, heads, normalisation and layers."""
         from particles.fields import NORMALIZATIONS
-        from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS
+        from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS, is_random
 
         set_ = object.__setattr__
         set_(self, "tau", _check_float("tau", self.tau, minimum=0.0))
@@ -468,13 +489,18 @@ class SimulationConfig:
         if self.layer_time is not None:
             set_(self, "layer_time", _check_float("layer_time", self.layer_time,
                                                   minimum=0.0, strict=True))
-            if self.weights == "given" and self.value_weights in ("given", "identity"):
+            if not is_random(self):
                 _fail("layer_time", "None unless weights or value_weights is a random "
                       "ensemble (layers redraw them)", self.layer_time)
+        _check_choice("weight_draws", self.weight_draws, tuple(WEIGHT_DRAWS))
+        if self.weight_draws != "shared" and not is_random(self):
+            _fail("weight_draws", "'shared' (the default) unless weights or value_weights is "
+                  "a random ensemble (only random weights can be drawn per system)",
+                  self.weight_draws)
         if self.model == "kuramoto":
             for name, default in (("weights", "given"), ("value_weights", "given"),
                                   ("heads", 1), ("normalization", "softmax"),
-                                  ("layer_time", None)):
+                                  ("layer_time", None), ("weight_draws", "shared")):
                 if getattr(self, name) != default:
                     _fail(name, f"{default!r} (the default) for model='kuramoto'",
                           getattr(self, name))

@@ -245,9 +245,9 @@ def iter_frames(
                 StepSizeWarning,
                 stacklevel=3,
             )
-        runner = fixed_runner(config.integrator, drift, layout)
+        runner = fixed_runner(config.integrator, drift, layout, field.select)
     else:
-        runner = adaptive_runner(config.integrator, drift, layout)
+        runner = adaptive_runner(config.integrator, drift, layout, field.select)
         stats = np.zeros((B, 3), dtype=np.int64)
         if step_counts is not None:
             stats[:, :2] = np.asarray(step_counts, dtype=np.int64).reshape(B, 2)
@@ -408,7 +408,7 @@ def simulate(
     **attention
         Further configuration fields: ``tau``, ``gamma``, ``weights``,
         ``value_weights``, ``heads``, ``normalization``, ``sinkhorn_iters``,
-        ``sinkhorn_tol``, ``layer_time`` (see
+        ``sinkhorn_tol``, ``layer_time``, ``weight_draws`` (see
         :class:`~particles.config.SimulationConfig`).
 
     Returns

@@ -112,6 +112,31 @@ def test_each_option_reaches_the_file(tmp_path, option, value, field, expected):
     assert getattr(load(out).config, field) == expected
 
 
+ATTENTION_RUNS = {
+    "kernel_weights_heads_layers": (
+        "--kernel rbf --tau 0.7 --weights gaussian --value-weights wwt --heads 2 "
+        "--layer-time 0.05 --weight-draws independent --batch 2",
+        dict(kernel="rbf", tau=0.7, weights="gaussian", value_weights="wwt", heads=2,
+             layer_time=0.05, weight_draws="independent", batch=2)),
+    "sinkhorn": (
+        "--normalization sinkhorn --sinkhorn-iters 7 --sinkhorn-tol 1e-6 --weights goe",
+        dict(normalization="sinkhorn", sinkhorn_iters=7, sinkhorn_tol=1e-6, weights="goe")),
+    "quadratic": ("--kernel quadratic --gamma -0.5", dict(kernel="quadratic", gamma=-0.5)),
+}
+
+
+@pytest.mark.parametrize("case", list(ATTENTION_RUNS))
+def test_attention_options_reach_the_file(tmp_path, case):
+    """Kernels, weight ensembles, heads, layers and Sinkhorn from the command line."""
+    args, fields = ATTENTION_RUNS[case]
+    out = tmp_path / "o.h5"
+    ok(simulate(out, *BASE, *args.split()))
+    traj = load(out)
+    assert traj.complete
+    for field, value in fields.items():
+        assert getattr(traj.config, field) == value
+
+
 def test_log_spaced_save_times(tmp_path):
     out = tmp_path / "log.h5"
     ok(simulate(out, *BASE, "--T", "0.1", "--save-times", "log:0.001:0.1:3"))
@@ -273,6 +298,13 @@ BAD_OPTIONS = {
     "save_times_spec": (["--save-times", "log:0:1:3"], "'--save-times'"),
     "save_times_beyond_T": (["--save-times", "0.5,2"], "'--save-times'"),
     "omega_other_model": (["--omega", "gaussian:1"], "'--omega'"),
+    "weight_draws_name": (["--weight-draws", "bogus"], "'--weight-draws'"),
+    "weight_draws_given": (["--weight-draws", "independent"], "'--weight-draws'"),
+    "layer_time_given": (["--layer-time", "1"], "'--layer-time'"),
+    "weights_name": (["--weights", "bogus"], "'--weights'"),
+    "heads_zero": (["--heads", "0"], "'--heads'"),
+    "tau_edp": (["--tau", "2"], "'--tau'"),
+    "sinkhorn_usa": (["--normalization", "sinkhorn", "--model", "usa"], "'--normalization'"),
 }
 
 

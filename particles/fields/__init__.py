@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from particles._numba import kernel_key
+from particles._numba import jit, kernel_key
 from particles.fields import attention, kernels, kuramoto, sinkhorn
-from particles.fields.weights import draw_weights
+from particles.fields.weights import draw_layer, per_system
 
 if TYPE_CHECKING:
     from particles.config import SimulationConfig
@@ -60,6 +60,12 @@ class CompiledField:
         weights redrawn per layer); None for fields without weights.
     speed : float, optional
         Upper bound on token speeds (None: the model computes its own).
+    select : numba dispatcher, optional
+        ``select(p, b) -> p_b`` when the systems of a batch have their own
+        parameters (``weight_draws="independent"``): ``params`` and
+        ``layer_params`` then stack the per-system entries along a leading
+        batch axis, and runners hand system ``b`` its ``p_b``.  None when
+        every system runs with ``params``.
     """
 
     serial: Callable
@@ -71,6 +77,14 @@ class CompiledField:
     pairwise: bool = True
     layer_params: Callable[[int], tuple] | None = None
     speed: float | None = None
+    select: Callable | None = None
+
+
+@jit
+def select_qkv(p, b):
+    """Parameters of system ``b`` when Q, K, V (the first three entries of
+    every attention parameter tuple) carry a leading batch axis."""
+    return (p[0][b], p[1][b], p[2][b], *p[3:])
 
 
 def usa_log_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray) -> float:
@@ -190,19 +204,28 @@ def _attention(config: SimulationConfig, *, normalized: bool) -> CompiledField:
 
         name = f"{name}_x{H}"
 
-    def layer_params(layer: int) -> tuple:
-        Q, K, V = draw_weights(config, layer)
-        _check_usa_range(config, Q, K)
-        # one flat tuple with (H, d, d) stacks: parallel regions cannot take
-        # nested tuples of arrays as arguments
-        return _head_params(config, Q if H > 1 else Q[0], K if H > 1 else K[0],
-                            V if H > 1 else V[0], normalized)
+    independent = per_system(config)
 
-    Q, K, V = draw_weights(config, 0)
+    def layer_params(layer: int) -> tuple:
+        Q, K, V = draw_layer(config, layer)
+        for q, k in zip(Q, K, strict=True) if independent else [(Q, K)]:
+            _check_usa_range(config, q, k)
+        if H == 1:
+            # the single-head drift takes (d, d) matrices
+            Q, K, V = Q[..., 0, :, :], K[..., 0, :, :], V[..., 0, :, :]
+        # one flat tuple with (H, d, d) stacks (and a leading batch axis for
+        # independent draws): parallel regions cannot take nested tuples of
+        # arrays as arguments; identity flags must hold for every system
+        return _head_params(config, Q, K, V, normalized)
+
+    Q, K, V = draw_layer(config, 0)
+    systems = list(zip(Q, K, V, strict=True)) if independent else [(Q, K, V)]
     masses = config.mass_array()
+    # the reference is the first system's field (every system's with shared draws)
+    Q0, K0, V0 = systems[0]
 
     def reference(X: np.ndarray) -> np.ndarray:
-        return attention_reference_of(config, X, Q, K, V, masses, normalized)
+        return attention_reference_of(config, X, Q0, K0, V0, masses, normalized)
 
     return CompiledField(
         serial=serial,
@@ -212,7 +235,8 @@ def _attention(config: SimulationConfig, *, normalized: bool) -> CompiledField:
         reference=reference,
         name=name,
         layer_params=layer_params,
-        speed=speed_bound(config, Q, K, V),
+        speed=max(speed_bound(config, *qkv) for qkv in systems),
+        select=select_qkv if independent else None,
     )
 
 

@@ -6,8 +6,17 @@ matrices.  Draws follow from the seed alone: layer ``l`` draws from the
 ``l``-th spawned child of the weights child ``seed_sequences(seed)[1]``
 (:func:`particles.simulate.seed_sequences`), i.e. from
 ``SeedSequence(entropy=seed, spawn_key=(1, l))``, heads in order inside it
-(for each head: the Q^T K draw, then the V draw).  So a file's seed and
-configuration reproduce every weight of every layer.
+(for each head: the Q^T K draw, then the V draw).  With
+``weight_draws="independent"`` system ``b`` of an ensemble draws its own
+weights from the grandchild ``spawn_key=(1, l, b)`` instead.  So a file's
+seed and configuration reproduce every weight of every layer and system.
+
+Scales are those of the formulas (issue 6): entries of order 1
+in any dimension (Gaussian ``Q^T K = G1 G2 / sqrt(d)``: variance 1; GOE
+``(G + G^T) / sqrt(2)``: variance 1 off the diagonal, 2 on it), so operator
+norms grow like ``sqrt(d)`` (measured about ``2.6 sqrt(d)`` and
+``2 sqrt(d)``) and ``beta`` weighs the most aligned directions by
+``~sqrt(d) beta``; rescale ``beta`` when comparing dimensions.
 """
 
 from __future__ import annotations
@@ -37,13 +46,21 @@ V_WEIGHTS: dict[str, str] = {
 }
 
 
-def weights_rng(seed: int, layer: int = 0) -> np.random.Generator:
-    """The generator of layer ``layer``'s weights (see the module docstring)."""
+#: whether the systems of an ensemble share their random weights.
+WEIGHT_DRAWS: dict[str, str] = {
+    "shared": "one draw per layer, the same for every system of the batch",
+    "independent": "every system of the batch draws its own weights, per layer",
+}
+
+
+def weights_rng(seed: int, layer: int = 0, system: int | None = None) -> np.random.Generator:
+    """The generator of layer ``layer``'s weights, shared by the ensemble
+    (``system=None``) or of one system (see the module docstring)."""
     from particles.simulate import seed_sequences
 
     child = seed_sequences(seed)[1]
-    return np.random.default_rng(
-        np.random.SeedSequence(child.entropy, spawn_key=(*child.spawn_key, layer)))
+    key = (*child.spawn_key, layer) + (() if system is None else (system,))
+    return np.random.default_rng(np.random.SeedSequence(child.entropy, spawn_key=key))
 
 
 def is_random(config: SimulationConfig) -> bool:
@@ -51,7 +68,28 @@ def is_random(config: SimulationConfig) -> bool:
     return config.weights != "given" or config.value_weights not in ("given", "identity")
 
 
-def draw_weights(config: SimulationConfig, layer: int = 0
+def per_system(config: SimulationConfig) -> bool:
+    """Whether the systems of the configuration's batch draw their own weights."""
+    return config.weight_draws == "independent" and is_random(config)
+
+
+def draw_layer(config: SimulationConfig, layer: int = 0
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Q, K, V matrices of one layer for every system that has its own.
+
+    Returns
+    -------
+    Q, K, V : ndarray, shape (heads, d, d) or (batch, heads, d, d)
+        The shared draw, or with ``weight_draws="independent"`` one draw per
+        system (``batch`` is 1 for a single system).
+    """
+    if not per_system(config):
+        return draw_weights(config, layer)
+    draws = [draw_weights(config, layer, b) for b in range(config.batch or 1)]
+    return tuple(np.stack(m) for m in zip(*draws, strict=True))
+
+
+def draw_weights(config: SimulationConfig, layer: int = 0, system: int | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The Q, K, V matrices of every head of one layer.
 
@@ -61,6 +99,9 @@ def draw_weights(config: SimulationConfig, layer: int = 0
         With a concrete seed when any ensemble is random.
     layer : int
         Layer index (0 without layers).
+    system : int, optional
+        System of the batch, for ``weight_draws="independent"``; None for the
+        draw shared by the ensemble.
 
     Returns
     -------
@@ -74,7 +115,7 @@ def draw_weights(config: SimulationConfig, layer: int = 0
         if config.seed is None:
             raise ValueError("seed must be resolved before drawing random weights "
                              "(config.resolved())")
-        rng = weights_rng(config.seed, layer)
+        rng = weights_rng(config.seed, layer, system)
     Q = np.empty((H, d, d))
     K = np.empty((H, d, d))
     V = np.empty((H, d, d))

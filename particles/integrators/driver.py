@@ -8,8 +8,13 @@ Two layouts:
 * ``rows``: systems one after the other, each drift evaluation parallel over
   rows (one large system).
 
-Runners are specialised per (integrator, drift, layout), kept for the
-process and cached on disk as whole entry points (see :mod:`particles._numba`).
+Runners are specialised per (integrator, drift, layout, selection), kept for
+the process and cached on disk as whole entry points (see
+:mod:`particles._numba`).
+
+All systems share the parameter tuple ``p`` unless a *selection* function is
+bound: then ``p`` holds per-system entries (a leading batch axis) and system
+``b`` runs with ``select(p, b)`` (independent random weights per system).
 """
 
 from __future__ import annotations
@@ -40,10 +45,17 @@ def step_factor(err, order):
     return fac if err <= 1.0 else min(1.0, fac)
 
 
+@jit
+def shared(p, b):
+    """Selection of the shared parameters: every system runs with ``p`` itself."""
+    return p
+
+
 # names bound per specialisation
 step = None
 attempt = None
 one = None
+select = shared
 STAGES = 0
 ORDER = 1
 
@@ -54,8 +66,9 @@ def _run_fixed_batch(Xb, nsteps, h, p, wsize):
         ws = np.empty(wsize)
         S = np.empty((STAGES, n, d))
         X = Xb[b]
+        pb = select(p, b)
         for _ in range(nsteps):
-            step(X, h, p, ws, S)
+            step(X, h, pb, ws, S)
 
 
 def _run_fixed_rows(Xb, nsteps, h, p, wsize):
@@ -64,12 +77,14 @@ def _run_fixed_rows(Xb, nsteps, h, p, wsize):
     S = np.empty((STAGES, n, d))
     for b in range(B):
         X = Xb[b]
+        pb = select(p, b)
         for _ in range(nsteps):
-            step(X, h, p, ws, S)
+            step(X, h, pb, ws, S)
 
 
-def _key(integrator: str, drift) -> str:
-    return f"{integrator}_{kernel_key(drift)}"
+def _key(integrator: str, drift, selection=None) -> str:
+    key = f"{integrator}_{kernel_key(drift)}"
+    return key if selection is None else f"{key}__{kernel_key(selection)}"
 
 
 @cache
@@ -78,8 +93,12 @@ def compiled_step(integrator: str, drift):
     return INTEGRATORS[integrator].module.make_step(drift)
 
 
+def _selection(selection) -> dict:
+    return {} if selection is None else {"select": selection}
+
+
 @cache
-def fixed_runner(integrator: str, drift, layout: str):
+def fixed_runner(integrator: str, drift, layout: str, selection=None):
     """Compiled ``run(Xb, nsteps, h, p, wsize)`` advancing Xb (B, n, d) in place.
 
     Parameters
@@ -90,13 +109,17 @@ def fixed_runner(integrator: str, drift, layout: str):
         ``drift(X, p, out, ws)``; serial for ``"batch"``, parallel for ``"rows"``.
     layout : {"batch", "rows"}
         Parallel over systems, or systems in turn.
+    selection : numba dispatcher, optional
+        ``select(p, b)``, the parameters of system ``b`` from per-system
+        parameters ``p`` (:attr:`particles.fields.CompiledField.select`);
+        None when all systems share ``p``.
     """
+    key = _key(integrator, drift, selection)
     bindings = dict(step=compiled_step(integrator, drift),
-                    STAGES=INTEGRATORS[integrator].stages)
+                    STAGES=INTEGRATORS[integrator].stages, **_selection(selection))
     if layout == "batch":
-        return specialize(_run_fixed_batch, _key(integrator, drift), parallel=True, cache=True,
-                          **bindings)
-    return specialize(_run_fixed_rows, _key(integrator, drift), cache=True, **bindings)
+        return specialize(_run_fixed_batch, key, parallel=True, cache=True, **bindings)
+    return specialize(_run_fixed_rows, key, cache=True, **bindings)
 
 
 def _one_adaptive(X, t0, t1, h0, p, ws, S, rtol, atol, max_steps, st):
@@ -128,7 +151,7 @@ def _run_adaptive_batch(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats):
     for b in prange(B):
         ws = np.empty(wsize)
         S = np.empty((STAGES, n, d))
-        one(Xb[b], t0, t1, h0, p, ws, S, rtol, atol, max_steps, stats[b])
+        one(Xb[b], t0, t1, h0, select(p, b), ws, S, rtol, atol, max_steps, stats[b])
 
 
 def _run_adaptive_rows(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats):
@@ -136,22 +159,24 @@ def _run_adaptive_rows(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats):
     ws = np.empty(wsize)
     S = np.empty((STAGES, n, d))
     for b in range(B):
-        one(Xb[b], t0, t1, h0, p, ws, S, rtol, atol, max_steps, stats[b])
+        one(Xb[b], t0, t1, h0, select(p, b), ws, S, rtol, atol, max_steps, stats[b])
 
 
 @cache
-def adaptive_runner(integrator: str, drift, layout: str):
+def adaptive_runner(integrator: str, drift, layout: str, selection=None):
     """Compiled ``run(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats)``.
 
     Advances each system of Xb (B, n, d) from t0 to exactly t1 with its own
     step sizes, starting from ``h0``.  ``stats`` (B, 3) int64 accumulates
     accepted and rejected steps and receives a status code (``STATUS_*``).
+    ``selection`` is as in :func:`fixed_runner`.
     """
     module = INTEGRATORS[integrator].module
-    key = _key(integrator, drift)
     consts = dict(STAGES=module.STAGES, ORDER=module.ORDER)
-    single = specialize(_one_adaptive, key, attempt=module.make_attempt(drift), **consts)
+    single = specialize(_one_adaptive, _key(integrator, drift),
+                        attempt=module.make_attempt(drift), **consts)
+    key = _key(integrator, drift, selection)
+    bindings = dict(one=single, **consts, **_selection(selection))
     if layout == "batch":
-        return specialize(_run_adaptive_batch, key, parallel=True, cache=True, one=single,
-                          **consts)
-    return specialize(_run_adaptive_rows, key, cache=True, one=single, **consts)
+        return specialize(_run_adaptive_batch, key, parallel=True, cache=True, **bindings)
+    return specialize(_run_adaptive_rows, key, cache=True, **bindings)
