@@ -119,6 +119,35 @@ def test_fixed_points_stay(integrator):
         assert np.abs(traj.positions - X0).max() < 1e-14
 
 
+def test_beta_zero_circle_observables_match_the_pair_loop():
+    """At beta = 0 on the circle the observables take O(n log n) (sorted
+    angles for the minimum); they must equal the O(n^2) reference, including
+    exact antipodes, ties, the seam at angle pi and clustered states."""
+    rng = np.random.default_rng(4)
+    cases = {
+        "uniform": rng.uniform(-np.pi, np.pi, 700),
+        "antipodal_pair": np.array([0.3, 0.3 + np.pi, 1.0, 1.2]),
+        "seam": np.array([np.pi, -np.pi + 1e-12, 0.0, 1e-9, -1e-9]),
+        "two_clusters": np.concatenate([rng.normal(0.2, 1e-3, 300), rng.normal(2.9, 1e-3, 300)]),
+        "equispaced": np.linspace(0, 2 * np.pi, 11, endpoint=False),
+        "one_point": np.array([0.5]),
+        "coincident": np.full(6, -2.0),
+    }
+    for name, theta in cases.items():
+        X = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
+        m = rng.uniform(0.5, 2, theta.size)
+        for B in (1, 3):
+            got = compute_observables(np.ascontiguousarray(np.broadcast_to(X, (B, *X.shape))),
+                                      0.0, m, nthreads=2)
+            ref = observables_reference(X, 0.0, m)
+            for key, value in ref.items():
+                np.testing.assert_allclose(got[key], value, rtol=1e-12, atol=1e-14,
+                                           err_msg=f"{key} {name} B={B}")
+        # at beta = 0 the normalised energy is 2 E_0, the squared order parameter
+        np.testing.assert_allclose(ref["energy_normalized"], ref["order_parameter"] ** 2,
+                                   rtol=1e-12)
+
+
 def test_observables_match_reference():
     rng = np.random.default_rng(9)
     for n, d, beta in [(1, 3, 1.0), (9, 2, 0.0), (40, 5, 3.0), (600, 3, 20.0), (30, 3, 800.0)]:
