@@ -30,7 +30,7 @@ import numpy as np
 from particles.config import SimulationConfig
 from particles.fields import build_field
 from particles.integrators.driver import fixed_runner
-from particles.simulate import _blas_guard, _layout
+from particles.simulate import _blas_guard, execution_plan
 
 CASES = [
     # (label, n, d, batch)
@@ -76,10 +76,7 @@ def particles_step_time(n: int, d: int, batch: int | None, beta: float, h: float
     """Seconds per Euler step through the compiled runner, and the path taken."""
     config = SimulationConfig(n=n, d=d, beta=beta, integrator="euler", dt=h, batch=batch)
     field = build_field(config)
-    layout = _layout(config, field)
-    nthreads = numba.get_num_threads()
-    drift = field.parallel if layout == "rows" else field.serial
-    wsize = field.workspace(nthreads if layout == "rows" else 1)
+    layout, drift, wsize = execution_plan(config, field)
     run = fixed_runner("euler", drift, layout)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(batch or 1, n, d))
@@ -110,12 +107,10 @@ def memory_case(n: int = 100_000, d: int = 3) -> None:
     """Advance n tokens in d dimensions by one step; print the peak RSS."""
     config = SimulationConfig(n=n, d=d, beta=1.0, integrator="euler", dt=0.01)
     field = build_field(config)
-    layout = _layout(config, field)
-    nthreads = numba.get_num_threads()
-    run = fixed_runner("euler", field.parallel if layout == "rows" else field.serial, layout)
+    layout, drift, wsize = execution_plan(config, field)
+    run = fixed_runner("euler", drift, layout)
     X = np.random.default_rng(0).normal(size=(1, n, d))
     X /= np.linalg.norm(X, axis=-1, keepdims=True)
-    wsize = field.workspace(nthreads if layout == "rows" else 1)
     t0 = time.perf_counter()
     run(X, 1, 0.01, field.params, wsize)
     t1 = time.perf_counter()

@@ -27,7 +27,7 @@ from particles.config import SimulationConfig
 from particles.fields import build_field
 from particles.fields.weights import draw_layer
 from particles.integrators.driver import fixed_runner
-from particles.simulate import _blas_guard, _layout
+from particles.simulate import _blas_guard, execution_plan
 
 CASES = [
     # (n, d, batch)
@@ -52,9 +52,7 @@ def _positions(n: int, d: int, batch: int) -> np.ndarray:
 def particles_time(config: SimulationConfig, steps: int) -> float:
     """Seconds per Euler step of the whole batch through the compiled runner."""
     field = build_field(config)
-    layout = _layout(config, field)
-    drift = field.parallel if layout == "rows" else field.serial
-    wsize = field.workspace(numba.get_num_threads() if layout == "rows" else 1)
+    layout, drift, wsize = execution_plan(config, field)
     run = fixed_runner("euler", drift, layout, field.select)
     X = _positions(config.n, config.d, config.batch)
 

@@ -150,17 +150,30 @@ def speed_bound(config: SimulationConfig) -> float:
 
 
 def _layout(config: SimulationConfig, field: CompiledField) -> str:
+    """How the runners split the work: ``"rows"`` (one large system, its rows
+    over threads), ``"batch"`` (systems over threads) or ``"serial"`` (one
+    small system: nothing worth a thread, and no parallel region to compile)."""
     B = config.batch or 1
     if field.pairwise and B < numba.get_num_threads() and config.n >= ROWS_PARALLEL_MIN_N:
         return "rows"
-    return "batch"
+    return "serial" if B == 1 else "batch"
+
+
+def execution_plan(config: SimulationConfig, field: CompiledField
+                   ) -> tuple[str, Callable, int]:
+    """``(layout, drift, wsize)``: the layout (:func:`_layout`), the drift the
+    runners call (parallel over rows only for ``"rows"``) and its scratch size."""
+    layout = _layout(config, field)
+    if layout == "rows":
+        return layout, field.parallel, field.workspace(numba.get_num_threads())
+    return layout, field.serial, field.workspace(1)
 
 
 def _blas_guard(field: CompiledField, layout: str, batch: int):
     """Single-threaded BLAS while Numba threads run BLAS blocks (two spinning
     pools on two cores make a step many times slower)."""
     global _THREADPOOLS
-    if field.name != "blas" or (layout == "batch" and batch == 1):
+    if field.name != "blas" or layout == "serial":
         return nullcontext()
     if _THREADPOOLS is None:
         _THREADPOOLS = ThreadpoolController()
@@ -229,10 +242,8 @@ def iter_frames(
     B = config.batch or 1
     X = np.array(positions, dtype=np.float64, order="C", copy=True).reshape(B, config.n, config.d)
     masses = config.mass_array()
-    layout = _layout(config, field)
+    layout, drift, wsize = execution_plan(config, field)
     nthreads = numba.get_num_threads()
-    drift = field.parallel if layout == "rows" else field.serial
-    wsize = field.workspace(nthreads if layout == "rows" else 1)
     if not integrator.adaptive:
         rate = field.speed if field.speed is not None else speed_bound(config)
         if config.dt * rate > 0.5:

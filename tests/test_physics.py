@@ -8,7 +8,7 @@ from scipy.integrate import solve_ivp
 
 from particles import simulate
 from particles.fields.attention import attention_reference
-from particles.observables import compute_observables, observables_reference
+from particles.observables import _circle_beta0, compute_observables, observables_reference
 
 
 def _pairs(positions):
@@ -136,13 +136,15 @@ def test_beta_zero_circle_observables_match_the_pair_loop():
     for name, theta in cases.items():
         X = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
         m = rng.uniform(0.5, 2, theta.size)
+        ref = observables_reference(X, 0.0, m)
         for B in (1, 3):
-            got = compute_observables(np.ascontiguousarray(np.broadcast_to(X, (B, *X.shape))),
-                                      0.0, m, nthreads=2)
-            ref = observables_reference(X, 0.0, m)
-            for key, value in ref.items():
-                np.testing.assert_allclose(got[key], value, rtol=1e-12, atol=1e-14,
-                                           err_msg=f"{key} {name} B={B}")
+            Xb = np.ascontiguousarray(np.broadcast_to(X, (B, *X.shape)))
+            # the public entry (sorted angles from CIRCLE_MIN_N tokens on) and
+            # the sorted-angle path itself at every size
+            for got in (compute_observables(Xb, 0.0, m, nthreads=2), _circle_beta0(Xb, m)):
+                for key, value in ref.items():
+                    np.testing.assert_allclose(got[key], value, rtol=1e-12, atol=1e-14,
+                                               err_msg=f"{key} {name} B={B}")
         # at beta = 0 the normalised energy is 2 E_0, the squared order parameter
         np.testing.assert_allclose(ref["energy_normalized"], ref["order_parameter"] ** 2,
                                    rtol=1e-12)

@@ -91,3 +91,12 @@ def tangent_field(drift):
     """Compile ``field(X, p, out, ws)``: the drift projected on the tangent spaces,
     ``out_i = P_{x_i}(y_i)``."""
     return specialize(_tangent, kernel_key(drift), drift=drift)
+
+
+@jit
+def copy_rows(src, dst):
+    """``dst[:, :] = src`` for (n, d) arrays, written as a loop: Numba's slice
+    assignment compiles a shape-mismatch error message (seconds per process)."""
+    for i in range(src.shape[0]):
+        for a in range(src.shape[1]):
+            dst[i, a] = src[i, a]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from particles._numba import kernel_key, specialize
-from particles.integrators._rows import normalize_rows, tangent_field
+from particles.integrators._rows import copy_rows, normalize_rows, tangent_field
 
 ORDER = 5
 STAGES = 9
@@ -81,7 +81,7 @@ def make_attempt(drift):
 
 def _step(X, h, p, ws, S):
     attempt(X, h, p, ws, S, 1.0, 1.0)
-    X[:, :] = S[8]
+    copy_rows(S[8], X)
 
 
 def make_step(drift):

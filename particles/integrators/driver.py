@@ -1,12 +1,14 @@
 """Compiled loops that advance systems between two save points.
 
 Python only runs once per save point; every step runs inside these loops.
-Two layouts:
+Three layouts:
 
 * ``batch``: ``prange`` over independent systems, each advanced by the serial
   drift (ensembles, and small single systems);
 * ``rows``: systems one after the other, each drift evaluation parallel over
-  rows (one large system).
+  rows (one large system);
+* ``serial``: as ``rows`` with the serial drift (one small system): no
+  parallel region, which also spares its compile time (seconds).
 
 Runners are specialised per (integrator, drift, layout, selection), kept for
 the process and cached on disk as whole entry points (see
@@ -25,6 +27,7 @@ import numpy as np
 
 from particles._numba import jit, kernel_key, prange, specialize
 from particles.integrators import INTEGRATORS
+from particles.integrators._rows import copy_rows
 
 #: status codes written by the adaptive runner, per system.
 STATUS_OK, STATUS_MAX_STEPS, STATUS_STEP_UNDERFLOW = 0, 1, 2
@@ -107,8 +110,9 @@ def fixed_runner(integrator: str, drift, layout: str, selection=None):
         Key of :data:`~particles.integrators.INTEGRATORS`.
     drift : numba dispatcher
         ``drift(X, p, out, ws)``; serial for ``"batch"``, parallel for ``"rows"``.
-    layout : {"batch", "rows"}
-        Parallel over systems, or systems in turn.
+    layout : {"batch", "rows", "serial"}
+        Parallel over systems, or systems in turn (the drift decides whether
+        rows run in parallel).
     selection : numba dispatcher, optional
         ``select(p, b)``, the parameters of system ``b`` from per-system
         parameters ``p`` (:attr:`particles.fields.CompiledField.select`);
@@ -135,7 +139,7 @@ def _one_adaptive(X, t0, t1, h0, p, ws, S, rtol, atol, max_steps, st):
         hh = t1 - t if last else h
         err = attempt(X, hh, p, ws, S, rtol, atol)
         if err <= 1.0:
-            X[:, :] = S[STAGES - 1]
+            copy_rows(S[STAGES - 1], X)
             t = t1 if last else t + hh
             st[0] += 1
         else:
