@@ -323,7 +323,8 @@ class SimulationConfig:
         seed (so the seed reproduces them; see
         :func:`particles.fields.kuramoto.natural_frequencies`), or ``n``
         explicit numbers.  One set of frequencies is shared by every system
-        of a batch.
+        of a batch, unless ``weight_draws="independent"`` (a distribution
+        only): then each system draws its own.
     tau, gamma : float
         Parameters of the ``rbf``/``l2`` and ``quadratic`` kernels (see
         :data:`particles.fields.KERNELS`); 1.0 unless the kernel uses them.
@@ -342,8 +343,9 @@ class SimulationConfig:
         Redraw the random weights every ``layer_time`` units of time (layer
         ``l`` holds on ``[l * layer_time, (l + 1) * layer_time)``).
     weight_draws : {"shared", "independent"}
-        Whether the systems of a batch share each layer's random weights or
-        draw their own (see :mod:`particles.fields.weights`).
+        Whether the systems of a batch share each layer's random weights (and
+        Kuramoto's drawn frequencies) or draw their own (see
+        :mod:`particles.fields.weights`).
     """
 
     n: int
@@ -493,14 +495,15 @@ class SimulationConfig:
                 _fail("layer_time", "None unless weights or value_weights is a random "
                       "ensemble (layers redraw them)", self.layer_time)
         _check_choice("weight_draws", self.weight_draws, tuple(WEIGHT_DRAWS))
-        if self.weight_draws != "shared" and not is_random(self):
+        drawn = is_random(self) or (self.model == "kuramoto" and isinstance(self.omega, str))
+        if self.weight_draws != "shared" and not drawn:
             _fail("weight_draws", "'shared' (the default) unless weights or value_weights is "
-                  "a random ensemble (only random weights can be drawn per system)",
-                  self.weight_draws)
+                  "a random ensemble, or omega a distribution for model='kuramoto' (only "
+                  "random draws can differ per system)", self.weight_draws)
         if self.model == "kuramoto":
             for name, default in (("weights", "given"), ("value_weights", "given"),
                                   ("heads", 1), ("normalization", "softmax"),
-                                  ("layer_time", None), ("weight_draws", "shared")):
+                                  ("layer_time", None)):
                 if getattr(self, name) != default:
                     _fail(name, f"{default!r} (the default) for model='kuramoto'",
                           getattr(self, name))

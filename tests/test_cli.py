@@ -122,6 +122,10 @@ ATTENTION_RUNS = {
         "--normalization sinkhorn --sinkhorn-iters 7 --sinkhorn-tol 1e-6 --weights goe",
         dict(normalization="sinkhorn", sinkhorn_iters=7, sinkhorn_tol=1e-6, weights="goe")),
     "quadratic": ("--kernel quadratic --gamma -0.5", dict(kernel="quadratic", gamma=-0.5)),
+    "kuramoto_own_frequencies": (
+        "--model kuramoto --d 2 --beta 0 --omega lorentzian:0.5 --weight-draws independent "
+        "--batch 2",
+        dict(model="kuramoto", omega="lorentzian:0.5", weight_draws="independent", batch=2)),
 }
 
 

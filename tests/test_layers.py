@@ -132,3 +132,27 @@ def test_shared_draw_differs_from_every_systems_own():
     Q1, _, _ = draw_weights(cfg, 0, 1)
     assert not np.array_equal(Q, Q0) and not np.array_equal(Q0, Q1)
     np.testing.assert_array_equal(draw_layer(cfg)[0], Q)
+
+
+def test_kuramoto_systems_draw_their_own_frequencies():
+    """weight_draws="independent" with an omega distribution: system b runs
+    with its own frequencies, reproducible from the seed."""
+    from particles.fields.kuramoto import resolve_frequencies, system_frequencies
+
+    x0 = np.random.default_rng(3).normal(size=(12, 2))
+    kw = dict(n=12, d=2, beta=0.0, model="kuramoto", coupling=1.5, T=2.0, dt=0.01,
+              save_every=50, seed=8, integrator="rk4")
+    batch = simulate(**kw, batch=3, x0=np.stack([x0] * 3), omega="gaussian:1.0",
+                     weight_draws="independent")
+    omegas = system_frequencies(batch.config)
+    assert omegas.shape == (3, 12) and not np.allclose(omegas[0], omegas[1])
+    for b in range(3):
+        np.testing.assert_array_equal(
+            omegas[b], resolve_frequencies("gaussian:1.0", 12, seed=8, system=b))
+        single = simulate(**kw, x0=x0, omega=tuple(omegas[b]))
+        np.testing.assert_allclose(single.positions, batch.positions[:, b], rtol=0, atol=1e-13)
+    shared = simulate(**kw, batch=2, x0=np.stack([x0] * 2), omega="gaussian:1.0")
+    np.testing.assert_array_equal(shared.positions[:, 0], shared.positions[:, 1])
+    with pytest.raises(ValueError, match=r"^weight_draws must be 'shared'"):
+        SimulationConfig(n=4, d=2, beta=0.0, model="kuramoto", omega=(0.1, 0.2, 0.3, 0.4),
+                         weight_draws="independent")

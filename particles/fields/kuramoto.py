@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtr, ndtri
 
-from particles._numba import prange, specialize
+from particles._numba import jit, prange, specialize
 from particles.config import freeze_omega, parse_omega
 
 if TYPE_CHECKING:
@@ -66,8 +66,26 @@ def natural_frequencies(config: SimulationConfig) -> np.ndarray:
     return resolve_frequencies(config.omega, config.n, seed=config.seed)
 
 
+def system_frequencies(config: SimulationConfig) -> np.ndarray:
+    """Natural frequencies of every system of the configuration's batch.
+
+    Returns
+    -------
+    omega : ndarray, shape (batch, n)
+        With ``weight_draws="independent"`` and a named distribution, system
+        ``b`` draws its own frequencies (see :func:`resolve_frequencies`);
+        otherwise every row is :func:`natural_frequencies`.  ``batch`` is 1
+        for a single system.
+    """
+    B = config.batch or 1
+    if config.weight_draws == "independent" and isinstance(config.omega, str):
+        return np.stack([resolve_frequencies(config.omega, config.n, seed=config.seed,
+                                             system=b) for b in range(B)])
+    return np.tile(natural_frequencies(config), (B, 1))
+
+
 def resolve_frequencies(omega: str | ArrayLike | None, n: int, *,
-                        seed: int | None = None) -> np.ndarray:
+                        seed: int | None = None, system: int | None = None) -> np.ndarray:
     """Natural frequencies from an ``omega`` argument.
 
     Parameters
@@ -79,6 +97,10 @@ def resolve_frequencies(omega: str | ArrayLike | None, n: int, *,
         Number of oscillators.
     seed : int, optional
         Root seed of the run; required for a named distribution.
+    system : int, optional
+        For a named distribution: draw the frequencies of system ``system``
+        of an ensemble whose systems draw their own (None: the frequencies
+        shared by all systems).
 
     Returns
     -------
@@ -94,7 +116,8 @@ def resolve_frequencies(omega: str | ArrayLike | None, n: int, *,
     weights child itself free for other random weights.  The embedded
     (``simulate(model="kuramoto")``) and angle
     (:func:`particles.circle.simulate_angles`) forms draw the same
-    frequencies for the same seed.
+    frequencies for the same seed.  System ``b``'s own frequencies come from
+    the grandchild with ``spawn_key=(1, 0, b)``.
     """
     frozen = freeze_omega(omega, n)
     if frozen is None:
@@ -108,7 +131,10 @@ def resolve_frequencies(omega: str | ArrayLike | None, n: int, *,
     from particles.simulate import seed_sequences
 
     name, width, center = parse_omega(frozen)
-    rng = np.random.default_rng(seed_sequences(seed)[1].spawn(1)[0])
+    child = seed_sequences(seed)[1].spawn(1)[0]
+    if system is not None:
+        child = np.random.SeedSequence(child.entropy, spawn_key=(*child.spawn_key, system))
+    rng = np.random.default_rng(child)
     if name == "lorentzian":
         return center + width * rng.standard_cauchy(n)
     if name == "gaussian":
@@ -258,12 +284,15 @@ def build(config: SimulationConfig) -> CompiledField:
     if config.d != 2:
         raise ValueError(f"d must be 2 for model='kuramoto', got {config.d}")
     n = config.n
-    omega = np.ascontiguousarray(natural_frequencies(config))
+    omegas = np.ascontiguousarray(system_frequencies(config))
+    independent = config.weight_draws == "independent" and isinstance(config.omega, str)
+    omega = omegas[0]
     masses = np.ascontiguousarray(config.mass_array())
     coupling = float(config.coupling)
-    params = (omega, masses, coupling, 1.0 / float(masses.sum()))
+    params = (omegas if independent else omega, masses, coupling, 1.0 / float(masses.sum()))
 
     def reference(X: np.ndarray) -> np.ndarray:
+        # the first system's field (every system's with shared frequencies)
         return kuramoto_reference(X, omega, coupling=coupling, masses=masses)
 
     return CompiledField(
@@ -274,4 +303,13 @@ def build(config: SimulationConfig) -> CompiledField:
         reference=reference,
         name="kuramoto",
         pairwise=False,
+        speed=abs(coupling) + (float(np.abs(omegas).max()) if omegas.size else 0.0),
+        select=select_omega if independent else None,
     )
+
+
+@jit
+def select_omega(p, b):
+    """Parameters of system ``b`` when the frequencies (first entry) carry a
+    leading batch axis."""
+    return (p[0][b], *p[1:])

@@ -49,7 +49,8 @@ V_WEIGHTS: dict[str, str] = {
 #: whether the systems of an ensemble share their random weights.
 WEIGHT_DRAWS: dict[str, str] = {
     "shared": "one draw per layer, the same for every system of the batch",
-    "independent": "every system of the batch draws its own weights, per layer",
+    "independent": "every system of the batch draws its own weights per layer "
+    "(Kuramoto: its own frequencies)",
 }
 
 
