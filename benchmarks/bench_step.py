@@ -83,7 +83,7 @@ def particles_step_time(n: int, d: int, batch: int | None, beta: float, h: float
     X /= np.linalg.norm(X, axis=-1, keepdims=True)
 
     def go():
-        with _blas_guard(field, layout, batch or 1):
+        with _blas_guard(field, layout):
             run(X, steps, h, field.params, wsize)
 
     return _time(go) / steps, f"{field.name}/{layout}"

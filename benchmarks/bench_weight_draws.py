@@ -57,7 +57,7 @@ def particles_time(config: SimulationConfig, steps: int) -> float:
     X = _positions(config.n, config.d, config.batch)
 
     def go():
-        with _blas_guard(field, layout, config.batch):
+        with _blas_guard(field, layout):
             run(X, steps, H, field.params, wsize)
 
     return _time(go) / steps

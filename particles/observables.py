@@ -7,8 +7,10 @@ For tokens ``x_i`` with masses ``m_i`` (``N = sum m_i``):
   ``E_0 = 1/(2 N^2) sum_ij m_i m_j <x_i, x_j>``.  Overflows to ``inf`` for
   beta above ~709; ``energy_normalized`` stays finite.
 * ``energy_normalized``: ``2 beta e^{-beta} E_beta = (1/N^2) sum_ij m_i m_j
-  exp(beta (<x_i, x_j> - 1))`` in ``(0, 1]``, 1 when all tokens coincide
-  (at ``beta = 0``: ``2 E_0``, the squared order parameter).
+  exp(beta (<x_i, x_j> - 1))`` in ``(0, 1]``, 1 when all tokens coincide;
+  at ``beta = 0`` the formula gives 1 for every state (its limit as beta
+  decreases to 0, so (beta, t) diagrams stay continuous; ``order_parameter``
+  carries the information there).
 * ``order_parameter``: ``|| sum_i m_i x_i || / N``.
 * ``min_inner_product``, ``mean_inner_product``: over unordered token pairs
   ``i < j`` (unweighted; 1 for a single token).
@@ -128,12 +130,11 @@ def _finish(X, beta, m, sums, out):
     N = 0.0
     for i in range(n):
         N += m[i]
+    en = sums[0] / (N * N)
     if beta > 0.0:
-        en = sums[0] / (N * N)
         energy = np.exp(beta) * en / (2.0 * beta) if beta < 709.0 else np.inf
     else:
         energy = sums[1] / (2.0 * N * N)
-        en = 2.0 * energy
     # |sum_i x_i|^2 - sum_i |x_i|^2 = 2 sum_{i<j} <x_i, x_j>; |sum_i m_i x_i|
     r2 = 0.0
     sq = 0.0
@@ -234,7 +235,7 @@ def _circle_beta0(Xb: np.ndarray, m: np.ndarray) -> dict[str, np.ndarray]:
             mn = np.minimum(mn, np.where(i != j, ip, np.inf).min(axis=1))
     return {
         "energy": energy,
-        "energy_normalized": 2.0 * energy,
+        "energy_normalized": np.ones(B),
         "order_parameter": np.sqrt(2.0 * energy),
         "min_inner_product": mn,
         "mean_inner_product": mean,
@@ -250,12 +251,11 @@ def observables_reference(X: np.ndarray, beta: float,
     N = m.sum()
     G = X @ X.T
     mm = np.outer(m, m)
+    en = float((mm * np.exp(beta * (G - 1.0))).sum() / N**2)
     if beta > 0:
-        en = float((mm * np.exp(beta * (G - 1.0))).sum() / N**2)
         energy = float(np.exp(beta) * en / (2 * beta)) if beta < 709 else np.inf
     else:
         energy = float((mm * G).sum() / (2 * N**2))
-        en = 2 * energy
     iu = np.triu_indices(n, 1)
     return {
         "energy": energy,

@@ -169,11 +169,11 @@ def execution_plan(config: SimulationConfig, field: CompiledField
     return layout, field.serial, field.workspace(1)
 
 
-def _blas_guard(field: CompiledField, layout: str, batch: int):
+def _blas_guard(field: CompiledField, layout: str):
     """Single-threaded BLAS while Numba threads run BLAS blocks (two spinning
     pools on two cores make a step many times slower)."""
     global _THREADPOOLS
-    if field.name != "blas" or layout == "serial":
+    if "blas" not in field.name.split("_") or layout == "serial":
         return nullcontext()
     if _THREADPOOLS is None:
         _THREADPOOLS = ThreadpoolController()
@@ -280,7 +280,7 @@ def iter_frames(
         for a, b, layer in _layer_segments(t0, t1, config.layer_time):
             if layer != layer_now:
                 layer_now, p = layer, field.layer_params(layer)
-            with _blas_guard(field, layout, B):
+            with _blas_guard(field, layout):
                 if integrator.adaptive:
                     runner(X, a, b, min(config.dt, b - a), p, wsize,
                            config.rtol, config.atol, config.max_steps, stats)

@@ -121,8 +121,17 @@ def test_weight_draws_is_validated():
         SimulationConfig(n=4, d=3, beta=1.0, weight_draws="independent")
     with pytest.raises(ValueError, match=r"^weight_draws must be 'shared'"):
         SimulationConfig(n=4, d=2, beta=0.0, model="kuramoto", weight_draws="independent")
+    # V = +-Q^T K of given Q and K is fixed: nothing to draw per system or per layer
+    for vw in ("qk", "minus_qk"):
+        with pytest.raises(ValueError, match=r"^weight_draws must be 'shared'"):
+            SimulationConfig(n=4, d=3, beta=1.0, value_weights=vw, weight_draws="independent")
+        with pytest.raises(ValueError, match=r"^layer_time must be"):
+            SimulationConfig(n=4, d=3, beta=1.0, value_weights=vw, layer_time=0.5)
     cfg = SimulationConfig(n=4, d=3, beta=1.0, value_weights="wwt", weight_draws="independent")
     assert SimulationConfig.from_json(cfg.to_json()) == cfg
+    old = cfg.to_dict()
+    old.pop("weight_draws")  # files written before the field existed
+    assert SimulationConfig.from_dict(old).weight_draws == "shared"
 
 
 def test_shared_draw_differs_from_every_systems_own():
@@ -137,7 +146,12 @@ def test_shared_draw_differs_from_every_systems_own():
 def test_kuramoto_systems_draw_their_own_frequencies():
     """weight_draws="independent" with an omega distribution: system b runs
     with its own frequencies, reproducible from the seed."""
-    from particles.fields.kuramoto import resolve_frequencies, system_frequencies
+    from particles.fields.kuramoto import (
+        natural_frequencies,
+        resolve_frequencies,
+        speed_bound,
+        system_frequencies,
+    )
 
     x0 = np.random.default_rng(3).normal(size=(12, 2))
     kw = dict(n=12, d=2, beta=0.0, model="kuramoto", coupling=1.5, T=2.0, dt=0.01,
@@ -149,10 +163,31 @@ def test_kuramoto_systems_draw_their_own_frequencies():
     for b in range(3):
         np.testing.assert_array_equal(
             omegas[b], resolve_frequencies("gaussian:1.0", 12, seed=8, system=b))
+        np.testing.assert_array_equal(omegas[b], natural_frequencies(batch.config, b))
         single = simulate(**kw, x0=x0, omega=tuple(omegas[b]))
         np.testing.assert_allclose(single.positions, batch.positions[:, b], rtol=0, atol=1e-13)
+    assert speed_bound(batch.config) == 1.5 + np.abs(omegas).max()
+    # a single system with its own draw runs with system 0's frequencies
+    one = SimulationConfig(**{k: v for k, v in kw.items() if k != "integrator"},
+                           omega="gaussian:1.0", weight_draws="independent")
+    np.testing.assert_array_equal(natural_frequencies(one), omegas[0])
+    np.testing.assert_array_equal(build_field(one).params[0][0], omegas[0])
     shared = simulate(**kw, batch=2, x0=np.stack([x0] * 2), omega="gaussian:1.0")
     np.testing.assert_array_equal(shared.positions[:, 0], shared.positions[:, 1])
     with pytest.raises(ValueError, match=r"^weight_draws must be 'shared'"):
         SimulationConfig(n=4, d=2, beta=0.0, model="kuramoto", omega=(0.1, 0.2, 0.3, 0.4),
                          weight_draws="independent")
+
+
+def test_multihead_and_rbf_blas_paths_get_single_threaded_blas():
+    """Numba threads running BLAS blocks must not meet a multi-threaded BLAS
+    (the guard matched the plain "blas" path only)."""
+    from contextlib import nullcontext
+
+    from particles.simulate import _blas_guard
+
+    for extra in (dict(heads=2), dict(kernel="rbf"), dict()):
+        field = build_field(SimulationConfig(n=8, d=30, beta=1.0, **extra))
+        assert "blas" in field.name
+        assert not isinstance(_blas_guard(field, "rows"), nullcontext)
+        assert isinstance(_blas_guard(field, "serial"), nullcontext)

@@ -145,9 +145,9 @@ def test_beta_zero_circle_observables_match_the_pair_loop():
                 for key, value in ref.items():
                     np.testing.assert_allclose(got[key], value, rtol=1e-12, atol=1e-14,
                                                err_msg=f"{key} {name} B={B}")
-        # at beta = 0 the normalised energy is 2 E_0, the squared order parameter
-        np.testing.assert_allclose(ref["energy_normalized"], ref["order_parameter"] ** 2,
-                                   rtol=1e-12)
+        # at beta = 0: E_0 = r^2 / 2, and the normalised energy is its beta -> 0 limit, 1
+        np.testing.assert_allclose(2 * ref["energy"], ref["order_parameter"] ** 2, rtol=1e-12)
+        assert ref["energy_normalized"] == pytest.approx(1.0, rel=1e-14)
 
 
 def test_observables_match_reference():

@@ -46,7 +46,12 @@ if TYPE_CHECKING:
 BLOCK = 4096
 
 
-def natural_frequencies(config: SimulationConfig) -> np.ndarray:
+def _own_draws(config: SimulationConfig) -> bool:
+    """Whether each system of the configuration draws its own frequencies."""
+    return config.weight_draws == "independent" and isinstance(config.omega, str)
+
+
+def natural_frequencies(config: SimulationConfig, system: int = 0) -> np.ndarray:
     """Natural frequencies ``omega_i`` of a configuration.
 
     Parameters
@@ -55,6 +60,9 @@ def natural_frequencies(config: SimulationConfig) -> np.ndarray:
         A ``model="kuramoto"`` configuration (any model gives zeros when
         ``config.omega`` is None).  A named distribution needs a concrete
         ``config.seed`` (see :meth:`SimulationConfig.resolved`).
+    system : int
+        The system of a batch whose systems draw their own frequencies
+        (``weight_draws="independent"``); ignored when they share them.
 
     Returns
     -------
@@ -63,7 +71,8 @@ def natural_frequencies(config: SimulationConfig) -> np.ndarray:
         so rerunning or reloading a run (files record the seed) gives the
         same frequencies.
     """
-    return resolve_frequencies(config.omega, config.n, seed=config.seed)
+    return resolve_frequencies(config.omega, config.n, seed=config.seed,
+                               system=system if _own_draws(config) else None)
 
 
 def system_frequencies(config: SimulationConfig) -> np.ndarray:
@@ -71,17 +80,14 @@ def system_frequencies(config: SimulationConfig) -> np.ndarray:
 
     Returns
     -------
-    omega : ndarray, shape (batch, n)
-        With ``weight_draws="independent"`` and a named distribution, system
-        ``b`` draws its own frequencies (see :func:`resolve_frequencies`);
-        otherwise every row is :func:`natural_frequencies`.  ``batch`` is 1
-        for a single system.
+    omega : ndarray, shape (batch, n) or (1, n)
+        With ``weight_draws="independent"`` and a named distribution, row
+        ``b`` holds system ``b``'s own frequencies (``batch`` is 1 for a
+        single system); otherwise the one shared row.
     """
-    B = config.batch or 1
-    if config.weight_draws == "independent" and isinstance(config.omega, str):
-        return np.stack([resolve_frequencies(config.omega, config.n, seed=config.seed,
-                                             system=b) for b in range(B)])
-    return np.tile(natural_frequencies(config), (B, 1))
+    if _own_draws(config):
+        return np.stack([natural_frequencies(config, b) for b in range(config.batch or 1)])
+    return natural_frequencies(config)[None, :]
 
 
 def resolve_frequencies(omega: str | ArrayLike | None, n: int, *,
@@ -260,9 +266,13 @@ def workspace_size(n: int) -> int:
 
 
 def speed_bound(config: SimulationConfig) -> float:
-    """Upper bound ``|c| + max_i |omega_i|`` on the oscillators' angular speeds."""
-    omega = natural_frequencies(config)
-    return abs(config.coupling) + (float(np.abs(omega).max()) if omega.size else 0.0)
+    """Upper bound ``|c| + max_i |omega_i|`` on the oscillators' angular speeds
+    (over every system of a batch)."""
+    return _speed(config.coupling, system_frequencies(config))
+
+
+def _speed(coupling: float, omega: np.ndarray) -> float:
+    return abs(coupling) + (float(np.abs(omega).max()) if omega.size else 0.0)
 
 
 def build(config: SimulationConfig) -> CompiledField:
@@ -285,7 +295,7 @@ def build(config: SimulationConfig) -> CompiledField:
         raise ValueError(f"d must be 2 for model='kuramoto', got {config.d}")
     n = config.n
     omegas = np.ascontiguousarray(system_frequencies(config))
-    independent = config.weight_draws == "independent" and isinstance(config.omega, str)
+    independent = _own_draws(config)
     omega = omegas[0]
     masses = np.ascontiguousarray(config.mass_array())
     coupling = float(config.coupling)
@@ -303,7 +313,7 @@ def build(config: SimulationConfig) -> CompiledField:
         reference=reference,
         name="kuramoto",
         pairwise=False,
-        speed=abs(coupling) + (float(np.abs(omegas).max()) if omegas.size else 0.0),
+        speed=_speed(coupling, omegas),
         select=select_omega if independent else None,
     )
 

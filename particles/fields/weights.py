@@ -65,8 +65,9 @@ def weights_rng(seed: int, layer: int = 0, system: int | None = None) -> np.rand
 
 
 def is_random(config: SimulationConfig) -> bool:
-    """Whether the configuration draws any weights from its seed."""
-    return config.weights != "given" or config.value_weights not in ("given", "identity")
+    """Whether the configuration draws any weights from its seed (``V = +-Q^T K``
+    of given Q and K is fixed, not drawn)."""
+    return config.weights != "given" or config.value_weights == "wwt"
 
 
 def per_system(config: SimulationConfig) -> bool:

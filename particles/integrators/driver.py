@@ -4,7 +4,7 @@ Python only runs once per save point; every step runs inside these loops.
 Three layouts:
 
 * ``batch``: ``prange`` over independent systems, each advanced by the serial
-  drift (ensembles, and small single systems);
+  drift (ensembles);
 * ``rows``: systems one after the other, each drift evaluation parallel over
   rows (one large system);
 * ``serial``: as ``rows`` with the serial drift (one small system): no
@@ -109,7 +109,8 @@ def fixed_runner(integrator: str, drift, layout: str, selection=None):
     integrator : str
         Key of :data:`~particles.integrators.INTEGRATORS`.
     drift : numba dispatcher
-        ``drift(X, p, out, ws)``; serial for ``"batch"``, parallel for ``"rows"``.
+        ``drift(X, p, out, ws)``; parallel over rows for ``"rows"``, serial
+        otherwise.
     layout : {"batch", "rows", "serial"}
         Parallel over systems, or systems in turn (the drift decides whether
         rows run in parallel).
@@ -167,6 +168,15 @@ def _run_adaptive_rows(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats):
 
 
 @cache
+def _one_system(integrator: str, drift):
+    """Compiled adaptive integration of one system (shared by every runner)."""
+    module = INTEGRATORS[integrator].module
+    return specialize(_one_adaptive, _key(integrator, drift),
+                      attempt=module.make_attempt(drift), STAGES=module.STAGES,
+                      ORDER=module.ORDER)
+
+
+@cache
 def adaptive_runner(integrator: str, drift, layout: str, selection=None):
     """Compiled ``run(Xb, t0, t1, h0, p, wsize, rtol, atol, max_steps, stats)``.
 
@@ -177,10 +187,8 @@ def adaptive_runner(integrator: str, drift, layout: str, selection=None):
     """
     module = INTEGRATORS[integrator].module
     consts = dict(STAGES=module.STAGES, ORDER=module.ORDER)
-    single = specialize(_one_adaptive, _key(integrator, drift),
-                        attempt=module.make_attempt(drift), **consts)
     key = _key(integrator, drift, selection)
-    bindings = dict(one=single, **consts, **_selection(selection))
+    bindings = dict(one=_one_system(integrator, drift), **consts, **_selection(selection))
     if layout == "batch":
         return specialize(_run_adaptive_batch, key, parallel=True, cache=True, **bindings)
     return specialize(_run_adaptive_rows, key, cache=True, **bindings)
