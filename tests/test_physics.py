@@ -8,7 +8,12 @@ from scipy.integrate import solve_ivp
 
 from particles import simulate
 from particles.fields.attention import attention_reference
-from particles.observables import _circle_beta0, compute_observables, observables_reference
+from particles.observables import (
+    _circle_beta0,
+    _insertion_points,
+    compute_observables,
+    observables_reference,
+)
 
 
 def _pairs(positions):
@@ -148,6 +153,18 @@ def test_beta_zero_circle_observables_match_the_pair_loop():
         # at beta = 0: E_0 = r^2 / 2, and the normalised energy is its beta -> 0 limit, 1
         np.testing.assert_allclose(2 * ref["energy"], ref["order_parameter"] ** 2, rtol=1e-12)
         assert ref["energy_normalized"] == pytest.approx(1.0, rel=1e-14)
+
+
+def test_rowwise_insertion_points_equal_searchsorted():
+    rng = np.random.default_rng(6)
+    for B, n in [(1, 1), (1, 5), (4, 100), (50, 7)]:
+        ts = np.sort(rng.uniform(-3, 3, (B, n)), axis=1)
+        target = rng.uniform(-3, 3, (B, n))
+        if n > 2:
+            ts[:, 1] = ts[:, 2]  # ties among the sorted values
+            target[:, 0] = ts[:, 2]  # and between a target and them
+        want = np.stack([np.searchsorted(ts[b], target[b], side="right") for b in range(B)])
+        np.testing.assert_array_equal(_insertion_points(ts, target), want)
 
 
 def test_observables_match_reference():
