@@ -49,7 +49,7 @@ from particles._numba import jit, prange, specialize
 from particles.circle_analysis import OrderParameter, order_parameter
 from particles.config import USA_SCALES, SimulationConfig, check_coupling
 from particles.fastexp import exp_scalar
-from particles.fields.kuramoto import resolve_frequencies
+from particles.fields.kuramoto import BLOCK, block_total, resolve_frequencies
 from particles.integrators.dopri5 import _A, _B, _E  # the DOPRI5 tableau, shared
 from particles.integrators.driver import (
     STATUS_MAX_STEPS,
@@ -81,10 +81,6 @@ ANGLE_INTEGRATORS: dict[str, str] = {
     "rk4": "classical Runge-Kutta, fixed step, order 4",
     "dopri5": "adaptive Dormand-Prince 5(4), FSAL, rtol/atol control",
 }
-
-#: rows per block of the order-parameter sum (fixed by n, so serial and
-#: parallel kernels add the same partial sums in the same order).
-BLOCK = 4096
 
 #: a row whose weights sum below this had a shift far above its true maximum
 #: (possible only with masses spanning > 1e100): recomputed with the exact one.
@@ -231,13 +227,7 @@ def _kuramoto_rhs(theta, p, out, ws):
             s1 += m[i] * s
         part[2 * b] = s0
         part[2 * b + 1] = s1
-    z0 = 0.0
-    z1 = 0.0
-    for b in range(nblocks):
-        z0 += part[2 * b]
-        z1 += part[2 * b + 1]
-    z0 *= coupling * inv_mass
-    z1 *= coupling * inv_mass
+    z0, z1 = block_total(part, nblocks, coupling * inv_mass)
     for b in prange(nblocks):
         lo = b * BLOCK
         hi = min(n, lo + BLOCK)

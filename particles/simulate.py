@@ -132,21 +132,14 @@ def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) ->
 
 
 def speed_bound(config: SimulationConfig) -> float:
-    """Upper bound on token speeds ``|dx_i/dt|`` for the model.
+    """Upper bound on token speeds ``|dx_i/dt|`` of a configuration, over every
+    system and head: the field's own bound (:attr:`CompiledField.speed`).
 
     SA moves tokens by convex combinations of ``V x_j``: speed <= ||V||.
     USA multiplies by up to ``exp(beta ||Q^T K|| - c)``.
     Kuramoto: ``|coupling| + max |omega_i|``.
     """
-    if config.model == "kuramoto":
-        from particles.fields.kuramoto import speed_bound as kuramoto_bound
-
-        return kuramoto_bound(config)
-    v = float(np.linalg.norm(config.matrix("V"), 2))
-    if config.model == "usa":
-        shift = config.beta if config.usa_scale == "n_exp_beta" else 0.0
-        return v * math.exp(config.beta * config.qk_norm() - shift)
-    return v
+    return build_field(config).speed
 
 
 def _layout(config: SimulationConfig, field: CompiledField) -> str:
@@ -245,8 +238,8 @@ def iter_frames(
     layout, drift, wsize = execution_plan(config, field)
     nthreads = numba.get_num_threads()
     if not integrator.adaptive:
-        rate = field.speed if field.speed is not None else speed_bound(config)
-        if config.dt * rate > 0.5:
+        rate = field.speed
+        if rate is not None and config.dt * rate > 0.5:
             hint = ", use usa_scale='n_exp_beta'" if config.model == "usa" else ""
             warnings.warn(
                 f"dt * (speed bound {rate:.3g}) = {config.dt * rate:.3g} > 0.5: the fixed step "

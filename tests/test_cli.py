@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from clitools import invoke, ok, usage_error
 from particles_cli.main import COMMANDS, cli
 
 import particles.io.run as run_module
@@ -26,16 +26,8 @@ CONFIG = SimulationConfig(
 )
 
 
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
 def simulate(out: Path, *args):
     return invoke("simulate", "--out", out, *args)
-
-
-def ok(result) -> None:
-    assert result.exit_code == 0, result.output + repr(result.exception)
 
 
 @pytest.fixture
@@ -46,17 +38,6 @@ def no_work(monkeypatch):
         raise AssertionError("a run started")
 
     monkeypatch.setattr(run_module, "iter_frames", forbidden)
-
-
-def usage_error(result, *fragments: str) -> None:
-    """Exit status 2, an ``Error:`` line saying what is wrong, no traceback."""
-    assert result.exit_code == 2, result.output + repr(result.exception)
-    assert isinstance(result.exception, SystemExit)
-    assert "Traceback" not in result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("Error")]
-    assert len(errors) == 1, result.output
-    for fragment in fragments:
-        assert fragment in errors[0], result.output
 
 
 # --------------------------------------------------------------- success

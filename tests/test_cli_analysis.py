@@ -8,8 +8,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from click.testing import CliRunner
-from particles_cli.main import cli
+from clitools import invoke, ok, usage_error
 
 from particles.analysis import read_analysis
 from particles.config import SimulationConfig
@@ -39,24 +38,6 @@ def run_file(tmp_path) -> Path:
         w.append(Frame(f, f, float(t), x[None], {"energy": np.zeros(1)}))
     w.close(complete=True)
     return path
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def ok(result) -> None:
-    assert result.exit_code == 0, result.output + repr(result.exception)
-
-
-def usage_error(result, *fragments: str) -> None:
-    """Exit status 2 with one ``Error:`` line naming the problem, no traceback."""
-    assert result.exit_code == 2, result.output + repr(result.exception)
-    assert "Traceback" not in result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("Error")]
-    assert len(errors) == 1, result.output
-    for fragment in fragments:
-        assert fragment in errors[0], result.output
 
 
 def test_commands_are_registered():

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
-from particles_cli.main import COMMANDS, cli
+from clitools import invoke, ok, usage_error
+from particles_cli.main import COMMANDS
 
 import particles.compare as compare_module
 from particles.compare import load_comparison
@@ -20,35 +20,6 @@ from particles.simulate import IntegrationError, iter_frames, speed_bound
 # the sizes of tests/test_compare.py, so the compiled kernels are shared
 BASE = "--n 10 --beta 2 --T 0.4 --dt 0.05 --save-every 2 --seed 7".split()
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def ok(result) -> None:
-    assert result.exit_code == 0, result.output + repr(result.exception)
-
-
-def usage_error(result, *fragments: str) -> None:
-    """Exit status 2, one ``Error:`` line saying what is wrong, no traceback."""
-    assert result.exit_code == 2, result.output + repr(result.exception)
-    assert isinstance(result.exception, SystemExit)
-    assert "Traceback" not in result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("Error")]
-    assert len(errors) == 1, result.output
-    for fragment in fragments:
-        assert fragment in errors[0], result.output
-
-
-@pytest.fixture
-def no_work(monkeypatch):
-    """Fail the test if a model starts running (bad input is refused before any work)."""
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError("a run started")
-
-    monkeypatch.setattr(compare_module, "iter_frames", forbidden)
 
 
 # ---------------------------------------------------------------- compare
@@ -149,13 +120,13 @@ def test_compare_refuses_an_existing_output_without_overwrite(tmp_path, monkeypa
         (["--integrator", "leapfrog"], ["--integrator"]),
     ],
 )
-def test_compare_bad_input_is_one_line_exit_2(tmp_path, no_work, args, fragments):
+def test_compare_bad_input_is_one_line_exit_2(tmp_path, no_comparison_run, args, fragments):
     out = tmp_path / "bad.h5"
     usage_error(invoke("compare", *BASE, *args, "--out", out), *fragments)
     assert not out.exists()
 
 
-def test_compare_missing_options_and_bad_angle_files(tmp_path, no_work):
+def test_compare_missing_options_and_bad_angle_files(tmp_path, no_comparison_run):
     usage_error(invoke("compare", "--n", "4", "--out", tmp_path / "m.h5"), "--beta")
     usage_error(invoke("compare", "--beta", "1", "--out", tmp_path / "m.h5"), "--n")
     bad = tmp_path / "bad.npy"

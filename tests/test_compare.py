@@ -35,16 +35,6 @@ def result(tmp_path_factory) -> ComparisonResult:
     return compare_models(beta=2.0, coupling=1.5, omega="gaussian:0.3", out=out, **SMALL)
 
 
-@pytest.fixture
-def no_work(monkeypatch):
-    """Fail the test if a model starts running (bad input is refused before any work)."""
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError("a run started")
-
-    monkeypatch.setattr(compare_module, "iter_frames", forbidden)
-
-
 # ---------------------------------------------------------------- running
 def test_models_start_from_identical_positions(result):
     assert result.models == MODELS
@@ -117,7 +107,8 @@ def test_summaries_and_table(result):
         (dict(init="orthogonal"), "init must not be 'orthogonal'"),
     ],
 )
-def test_bad_arguments_are_refused_before_any_work(tmp_path, no_work, kwargs, fragment):
+def test_bad_arguments_are_refused_before_any_work(tmp_path, no_comparison_run, kwargs,
+                                                    fragment):
     out = tmp_path / "bad.h5"
     with pytest.raises(ValueError, match=fragment):
         compare_models(beta=1.0, out=out, **{**SMALL, **kwargs})
@@ -188,6 +179,18 @@ def test_single_run_readers_and_comparison_reader_refuse_each_other(result, tmp_
         load_comparison(single)
     with pytest.raises(TrajectoryFileError, match="no such file"):
         load_comparison(tmp_path / "missing.h5")
+
+
+@pytest.mark.parametrize(("schema", "fragment"), [(2, "newer particles"),
+                                                  ("x", "invalid particles_schema")])
+def test_comparison_files_of_other_schemas_are_refused(result, tmp_path, schema, fragment):
+    """The same schema check as single-run files (particles.io.h5md.check_schema)."""
+    copy = tmp_path / "other.h5"
+    copy.write_bytes(result.path.read_bytes())
+    with h5py.File(copy, "r+") as f:
+        f["parameters"].attrs["particles_schema"] = schema
+    with pytest.raises(TrajectoryFileError, match=fragment):
+        load_comparison(copy)
 
 
 def test_existing_output_is_never_overwritten_without_overwrite(tmp_path, monkeypatch):

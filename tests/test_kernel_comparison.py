@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
-from particles_cli.main import COMMANDS, cli
+from clitools import invoke
+from particles_cli.main import COMMANDS
 
 import particles.kernel_comparison as kc
 from particles.config import SimulationConfig
@@ -118,8 +118,6 @@ def test_png_written_and_never_overwritten(result, tmp_path):
 
 
 # ------------------------------------------------------------------ CLI
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 def test_registered():

@@ -59,7 +59,8 @@ class CompiledField:
         ``layer_params(layer) -> p``: the parameters of layer ``layer`` (random
         weights redrawn per layer); None for fields without weights.
     speed : float, optional
-        Upper bound on token speeds (None: the model computes its own).
+        Upper bound on token speeds, over every system (None: unknown, and no
+        step-size warning is given).
     select : numba dispatcher, optional
         ``select(p, b) -> p_b`` when the systems of a batch have their own
         parameters (``weight_draws="independent"``): ``params`` and

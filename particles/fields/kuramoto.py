@@ -222,6 +222,19 @@ def kuramoto_reference(X: np.ndarray, omega: np.ndarray, *, coupling: float = 1.
     return np.asarray(omega, dtype=np.float64)[:, None] * JX + coupling * z[None, :]
 
 
+@jit
+def block_total(part, nblocks, scale):
+    """``scale`` times the sum of per-block partial sums ``part[2b], part[2b+1]``,
+    added in block order (fixed by n, so serial and parallel kernels agree
+    bit for bit).  Returns the two components."""
+    z0 = 0.0
+    z1 = 0.0
+    for b in range(nblocks):
+        z0 += part[2 * b]
+        z1 += part[2 * b + 1]
+    return z0 * scale, z1 * scale
+
+
 def _kuramoto_drift(X, p, out, ws):
     """Embedded Kuramoto drift of one system X (n, 2) into out (n, 2).
 
@@ -240,13 +253,7 @@ def _kuramoto_drift(X, p, out, ws):
             s1 += m[i] * X[i, 1]
         ws[2 * b] = s0
         ws[2 * b + 1] = s1
-    z0 = 0.0
-    z1 = 0.0
-    for b in range(nblocks):
-        z0 += ws[2 * b]
-        z1 += ws[2 * b + 1]
-    z0 *= coupling * inv_mass
-    z1 *= coupling * inv_mass
+    z0, z1 = block_total(ws, nblocks, coupling * inv_mass)
     for b in prange(nblocks):
         lo = b * BLOCK
         hi = min(n, lo + BLOCK)

@@ -53,6 +53,7 @@ from particles.io.h5md import (
     _fail,
     _open_read,
     _versions,
+    check_schema,
 )
 from particles.simulate import Frame
 from particles.trajectory import Trajectory
@@ -333,13 +334,7 @@ def load_comparison(path: str | Path) -> dict[str, Trajectory]:
                 "'comparison'); read single runs with particles.load",
             )
         params = f["parameters"]
-        schema = params.attrs.get("particles_schema")
-        if not isinstance(schema, np.integer | int) or schema > SCHEMA_VERSION:
-            raise _fail(
-                path,
-                f"written with a newer or unknown schema {schema!r} (this "
-                f"version reads schema {SCHEMA_VERSION}); upgrade particles to read it",
-            )
+        check_schema(params, path)
         try:
             models = json.loads(params.attrs["models"])
         except (KeyError, TypeError, ValueError):

@@ -151,6 +151,25 @@ def _fail(path: Path, reason: str) -> TrajectoryFileError:
     return TrajectoryFileError(f"{path}: {' '.join(str(reason).split())}")
 
 
+def check_schema(params: h5py.Group, path: Path) -> None:
+    """Refuse a file whose ``/parameters`` schema this version cannot read.
+
+    Raises
+    ------
+    TrajectoryFileError
+        Missing, invalid or newer ``particles_schema``.
+    """
+    schema = params.attrs.get("particles_schema")
+    if not isinstance(schema, np.integer | int) or schema < 1:
+        raise _fail(path, f"invalid particles_schema {schema!r}")
+    if schema > SCHEMA_VERSION:
+        raise _fail(
+            path,
+            f"written with a newer particles (file schema {int(schema)}, this "
+            f"version reads schema {SCHEMA_VERSION}); upgrade particles to read it",
+        )
+
+
 def _frame_shape(config: SimulationConfig) -> tuple[int, ...]:
     """Shape of one stored frame of positions: (n, d) or (batch, n, d)."""
     n, d = config.n, config.d
@@ -173,15 +192,7 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
         or ("particles_schema" not in params.attrs)
     ):
         raise _fail(path, "not a particles trajectory (no /parameters attribute particles_schema)")
-    schema = params.attrs["particles_schema"]
-    if not isinstance(schema, np.integer | int) or schema < 1:
-        raise _fail(path, f"invalid particles_schema {schema!r}")
-    if schema > SCHEMA_VERSION:
-        raise _fail(
-            path,
-            f"written with a newer particles (file schema {int(schema)}, this "
-            f"version reads schema {SCHEMA_VERSION}); upgrade particles to read it",
-        )
+    check_schema(params, path)
     try:
         config = SimulationConfig.from_json(params.attrs["config"])
     except KeyError:
