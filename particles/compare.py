@@ -51,11 +51,13 @@ from particles.analysis import (
     count_clusters,
 )
 from particles.config import SimulationConfig, check_names
+from particles.errors import ComparisonFailed, ComparisonInterrupted, IntegrationError
 from particles.fields import MODELS
 from particles.io.compare import ComparisonWriter, ModelWriter, load_comparison
 from particles.io.run import OutputPathError, _promote, check_output_path
 from particles.progress import Progress
-from particles.simulate import IntegrationError, collect, initial_positions, iter_frames
+from particles.seeds import fresh_seed
+from particles.simulate import collect, initial_positions, iter_frames
 from particles.trajectory import Trajectory
 
 __all__ = [
@@ -192,28 +194,8 @@ class ComparisonResult:
         return "\n".join(lines)
 
 
-class ComparisonInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or ``should_stop``) stopped a comparison after closing its file.
-
-    Attributes
-    ----------
-    kept : Path or None
-        The file holding the frames computed so far (marked incomplete), or
-        None when nothing was kept (an existing file is never replaced by an
-        incomplete comparison).
-    """
-
-    def __init__(self, message: str, kept: Path | None) -> None:
-        super().__init__(message)
-        self.kept = kept
 
 
-class ComparisonFailed(IntegrationError):
-    """A model's integration failed; ``kept`` as for :class:`ComparisonInterrupted`."""
-
-    def __init__(self, message: str, kept: Path | None) -> None:
-        super().__init__(message)
-        self.kept = kept
 
 
 # ---------------------------------------------------------------- running
@@ -402,7 +384,7 @@ def compare_models(
             raise ValueError("n is required unless theta0 is given")
         n = x0.shape[0]
     if seed is None:
-        seed = int(np.random.SeedSequence().entropy)
+        seed = fresh_seed()
     configs = model_configs(
         n=n,
         beta=beta,

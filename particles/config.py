@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from particles.seeds import fresh_seed
+
 #: initial conditions that need no file; ``cap`` and ``vmf`` take ``:PARAM``.
 INITS: dict[str, str] = {
     "uniform": "i.i.d. uniform on the sphere",
@@ -570,7 +572,7 @@ class SimulationConfig:
         """A copy with a concrete seed (fresh entropy when ``seed`` is None)."""
         if self.seed is not None:
             return self
-        return dataclasses.replace(self, seed=int(np.random.SeedSequence().entropy))
+        return dataclasses.replace(self, seed=fresh_seed())
 
     def replace(self, **changes: Any) -> SimulationConfig:
         """A validated copy with some fields changed."""

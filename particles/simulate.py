@@ -15,7 +15,6 @@ import math
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 import numba
@@ -24,6 +23,7 @@ from threadpoolctl import ThreadpoolController
 
 from particles import sphere
 from particles.config import SimulationConfig, parse_init
+from particles.errors import IntegrationError, StepSizeWarning
 from particles.fields import CompiledField, build_field
 from particles.integrators import INTEGRATORS
 from particles.integrators.driver import (
@@ -34,7 +34,8 @@ from particles.integrators.driver import (
 )
 from particles.observables import compute_observables
 from particles.progress import Progress
-from particles.trajectory import Trajectory
+from particles.seeds import init_rng, seed_sequences  # noqa: F401 (re-export)
+from particles.trajectory import Frame, Trajectory
 
 #: one system with at least this many tokens is parallelised over rows.
 ROWS_PARALLEL_MIN_N = 512
@@ -42,42 +43,10 @@ ROWS_PARALLEL_MIN_N = 512
 _THREADPOOLS: ThreadpoolController | None = None
 
 
-class StepSizeWarning(UserWarning):
-    """A fixed step is too large for the speeds the model can reach."""
 
 
-class IntegrationError(RuntimeError):
-    """The integration failed (non-finite state, stalled adaptive step)."""
 
 
-@dataclass(frozen=True)
-class Frame:
-    """One saved frame, as produced by :func:`iter_frames`.
-
-    Attributes
-    ----------
-    index : int
-        Frame number (0 is the initial condition).
-    step : int
-        Integration step (see :class:`~particles.trajectory.Trajectory`).
-    time : float
-        Time of the frame.
-    positions : ndarray, shape (batch, n, d)
-        Tokens (a copy; always with a batch axis).
-    observables : dict of str to ndarray, shape (batch,)
-        Scalars at this frame.
-    """
-
-    index: int
-    step: int
-    time: float
-    positions: np.ndarray
-    observables: dict[str, np.ndarray]
-
-
-def seed_sequences(seed: int) -> tuple[np.random.SeedSequence, ...]:
-    """The ``(init, weights, noise)`` child seed sequences of a root seed."""
-    return tuple(np.random.SeedSequence(seed).spawn(3))
 
 
 def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) -> np.ndarray:
@@ -119,7 +88,7 @@ def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) ->
     name, param = parse_init(config.init)
     if name == "array":
         raise ValueError("init='array' needs x0")
-    rng = np.random.default_rng(seed_sequences(config.seed)[0])
+    rng = init_rng(config.seed)
     if name == "cap":
         x = sphere.spherical_cap(n, d, eps=param, rng=rng, batch=B)
     elif name == "vmf":

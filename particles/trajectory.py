@@ -1,12 +1,14 @@
-"""The result object of a run: :class:`Trajectory`."""
+"""The result objects of a run: :class:`Trajectory` and its :class:`Frame`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from particles.config import SimulationConfig
+if TYPE_CHECKING:
+    from particles.config import SimulationConfig
 
 
 @dataclass(frozen=True)
@@ -72,3 +74,28 @@ class Trajectory:
         end = f"{self.times[-1]:g}" if self.frames else "-"
         status = "complete" if self.complete else "incomplete"
         return f"Trajectory(frames={self.frames}, positions={shape}, t_end={end}, {status})"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One saved frame, as produced by :func:`particles.simulate.iter_frames`.
+
+    Attributes
+    ----------
+    index : int
+        Frame number (0 is the initial condition).
+    step : int
+        Integration step (see :class:`~particles.trajectory.Trajectory`).
+    time : float
+        Time of the frame.
+    positions : ndarray, shape (batch, n, d)
+        Tokens (a copy; always with a batch axis).
+    observables : dict of str to ndarray, shape (batch,)
+        Scalars at this frame.
+    """
+
+    index: int
+    step: int
+    time: float
+    positions: np.ndarray
+    observables: dict[str, np.ndarray]

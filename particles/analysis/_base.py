@@ -12,13 +12,7 @@ from typing import Any
 
 import numpy as np
 
-
-class NotComputedError(AttributeError):
-    """A result was read before ``compute`` filled it.
-
-    Subclasses ``AttributeError`` so ``hasattr(obj, "labels")`` is False
-    before the first ``compute``.
-    """
+from particles.errors import NotComputedError
 
 
 class Compute:

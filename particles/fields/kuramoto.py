@@ -35,6 +35,7 @@ from scipy.special import ndtr, ndtri
 
 from particles._numba import jit, prange, specialize
 from particles.config import freeze_omega, parse_omega
+from particles.seeds import frequencies_rng
 
 if TYPE_CHECKING:
     from particles.config import SimulationConfig
@@ -117,7 +118,7 @@ def resolve_frequencies(omega: str | ArrayLike | None, n: int, *,
     -----
     Draws use ``numpy.random.default_rng`` seeded by the first child spawned
     from the *weights* child of the root seed
-    (``particles.simulate.seed_sequences(seed)[1].spawn(1)[0]``): independent
+    (spawn key ``(1, 0)``, see :mod:`particles.seeds`): independent
     of the initial positions (the init child) and of noise, and leaving the
     weights child itself free for other random weights.  The embedded
     (``simulate(model="kuramoto")``) and angle
@@ -133,14 +134,8 @@ def resolve_frequencies(omega: str | ArrayLike | None, n: int, *,
     if seed is None:
         raise ValueError(f"seed must be given (resolved) to draw natural frequencies "
                          f"omega={frozen!r}")
-    # imported here: particles.simulate imports the field registry, which imports us
-    from particles.simulate import seed_sequences
-
     name, width, center = parse_omega(frozen)
-    child = seed_sequences(seed)[1].spawn(1)[0]
-    if system is not None:
-        child = np.random.SeedSequence(child.entropy, spawn_key=(*child.spawn_key, system))
-    rng = np.random.default_rng(child)
+    rng = frequencies_rng(seed, system)
     if name == "lorentzian":
         return center + width * rng.standard_cauchy(n)
     if name == "gaussian":

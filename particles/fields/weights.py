@@ -3,8 +3,8 @@
 ``weights`` names the ensemble of the bilinear form ``Q^T K`` and
 ``value_weights`` that of ``V``; ``"given"`` keeps the configuration's
 matrices.  Draws follow from the seed alone: layer ``l`` draws from the
-``l``-th spawned child of the weights child ``seed_sequences(seed)[1]``
-(:func:`particles.simulate.seed_sequences`), i.e. from
+``l``-th spawned child of the weights child of the seed
+(:func:`particles.seeds.weights_rng`), i.e. from
 ``SeedSequence(entropy=seed, spawn_key=(1, l))``, heads in order inside it
 (for each head: the Q^T K draw, then the V draw).  With
 ``weight_draws="independent"`` system ``b`` of an ensemble draws its own
@@ -24,6 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from particles.seeds import weights_rng
 
 if TYPE_CHECKING:
     from particles.config import SimulationConfig
@@ -54,14 +56,6 @@ WEIGHT_DRAWS: dict[str, str] = {
 }
 
 
-def weights_rng(seed: int, layer: int = 0, system: int | None = None) -> np.random.Generator:
-    """The generator of layer ``layer``'s weights, shared by the ensemble
-    (``system=None``) or of one system (see the module docstring)."""
-    from particles.simulate import seed_sequences
-
-    child = seed_sequences(seed)[1]
-    key = (*child.spawn_key, layer) + (() if system is None else (system,))
-    return np.random.default_rng(np.random.SeedSequence(child.entropy, spawn_key=key))
 
 
 def is_random(config: SimulationConfig) -> bool:

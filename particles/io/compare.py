@@ -55,8 +55,7 @@ from particles.io.h5md import (
     _versions,
     check_schema,
 )
-from particles.simulate import Frame
-from particles.trajectory import Trajectory
+from particles.trajectory import Frame, Trajectory
 
 #: value of the ``/parameters`` attribute ``kind`` of a comparison file.
 KIND = "comparison"

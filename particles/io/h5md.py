@@ -55,7 +55,8 @@ import h5py
 import numpy as np
 
 from particles.config import SimulationConfig
-from particles.simulate import Frame
+from particles.errors import TrajectoryFileError
+from particles.trajectory import Frame
 
 #: version of the layout above; bumped on any incompatible change.
 SCHEMA_VERSION = 1
@@ -81,8 +82,6 @@ _POSITION = f"particles/{GROUP}/position"
 _RETRIES, _RETRY_DELAY = 10, 0.05
 
 
-class TrajectoryFileError(ValueError):
-    """A file is not a readable ``particles`` trajectory (the message is one line)."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from particles.config import SimulationConfig
+from particles.errors import IntegrationError, OutputPathError, RunFailed, RunInterrupted
 from particles.io.h5md import (
     FLUSH_INTERVAL,
     RunSummary,
@@ -40,55 +41,7 @@ from particles.io.h5md import (
     read_summary,
 )
 from particles.progress import Progress
-from particles.simulate import IntegrationError, initial_positions, iter_frames
-
-
-class OutputPathError(ValueError):
-    """The output path cannot be used: it exists, or its directory is missing or read-only."""
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """A run stopped by Ctrl-C after closing its file cleanly.
-
-    Attributes
-    ----------
-    path : Path
-        The target file.
-    summary : RunSummary or None
-        What the file holds (incomplete), or None when nothing was kept
-        (interrupted before a frame was written, or before a replacement
-        started producing frames, in which case an old file is unchanged).
-    """
-
-    def __init__(self, path: Path, summary: RunSummary | None) -> None:
-        super().__init__(
-            f"run interrupted; {path} "
-            + (
-                f"holds {summary.frames} of {summary.frames_expected} frames"
-                if summary
-                else "was not written"
-            )
-        )
-        self.path = path
-        self.summary = summary
-
-
-class RunFailed(IntegrationError):
-    """The integration failed; the file was closed cleanly and marked incomplete.
-
-    Attributes
-    ----------
-    path : Path
-        The target file.
-    summary : RunSummary or None
-        What the file holds, or None when nothing was kept (as for
-        :class:`RunInterrupted`).
-    """
-
-    def __init__(self, message: str, path: Path, summary: RunSummary | None) -> None:
-        super().__init__(message)
-        self.path = path
-        self.summary = summary
+from particles.simulate import initial_positions, iter_frames
 
 
 def check_output_path(path: str | Path, *, overwrite: bool = False, resume: bool = False) -> Path:
