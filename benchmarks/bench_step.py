@@ -28,9 +28,9 @@ import numba
 import numpy as np
 
 from particles.config import SimulationConfig
+from particles.engine import _blas_guard, execution_plan
 from particles.fields import build_field
 from particles.integrators.driver import fixed_runner
-from particles.simulate import _blas_guard, execution_plan
 
 CASES = [
     # (label, n, d, batch)

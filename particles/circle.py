@@ -48,6 +48,7 @@ from numpy.typing import ArrayLike
 from particles._numba import jit, prange, specialize
 from particles.circle_analysis import OrderParameter, order_parameter
 from particles.config import USA_SCALES, SimulationConfig, check_coupling
+from particles.engine import ROWS_PARALLEL_MIN_N
 from particles.errors import IntegrationError, StepSizeWarning
 from particles.fastexp import exp_scalar
 from particles.fields.kuramoto import BLOCK, block_total, resolve_frequencies
@@ -58,7 +59,6 @@ from particles.integrators.driver import (
     STATUS_STEP_UNDERFLOW,
     step_factor,
 )
-from particles.simulate import ROWS_PARALLEL_MIN_N
 from particles.sphere import angles_to_circle
 
 __all__ = [

@@ -51,13 +51,13 @@ from particles.analysis import (
     count_clusters,
 )
 from particles.config import SimulationConfig, check_names
+from particles.engine import collect, initial_positions, iter_frames
 from particles.errors import ComparisonFailed, ComparisonInterrupted, IntegrationError
 from particles.fields import MODELS
 from particles.io.compare import ComparisonWriter, ModelWriter, load_comparison
 from particles.io.run import OutputPathError, _promote, check_output_path
 from particles.progress import Progress
 from particles.seeds import fresh_seed
-from particles.simulate import collect, initial_positions, iter_frames
 from particles.trajectory import Trajectory
 
 __all__ = [

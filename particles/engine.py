@@ -1,4 +1,4 @@
-"""The orchestrator: compiled chunks of steps between save points.
+"""The engine: the one save-point loop, compiled chunks of steps between save points.
 
 This is the only module that knows about save points, threading layout,
 progress and observables together.  Python runs once per saved frame; every

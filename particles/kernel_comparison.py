@@ -30,9 +30,9 @@ from numpy.typing import ArrayLike
 from particles.analysis import DEFAULT_EPS, InnerProductHistogram, count_clusters
 from particles.compare import _STYLES, _check_output, _log_time
 from particles.config import KERNEL_PARAMETERS, SimulationConfig, check_names
+from particles.engine import initial_positions, simulate
 from particles.fields import KERNELS
 from particles.plotting import plot_histogram
-from particles.simulate import initial_positions, simulate
 from particles.trajectory import Trajectory
 
 __all__ = [

@@ -78,7 +78,7 @@ class Trajectory:
 
 @dataclass(frozen=True)
 class Frame:
-    """One saved frame, as produced by :func:`particles.simulate.iter_frames`.
+    """One saved frame, as produced by :func:`particles.engine.iter_frames`.
 
     Attributes
     ----------

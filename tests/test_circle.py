@@ -29,7 +29,7 @@ from particles.circle_analysis import (
     phases,
     unwrap_phases,
 )
-from particles.simulate import IntegrationError
+from particles.engine import IntegrationError
 from particles.sphere import angles_to_circle
 
 

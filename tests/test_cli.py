@@ -14,10 +14,10 @@ from particles_cli.main import COMMANDS, cli
 
 import particles.io.run as run_module
 from particles.config import INITS, SimulationConfig
+from particles.engine import run
 from particles.fields import KERNELS, MODELS
 from particles.integrators import INTEGRATORS
 from particles.io import load, run_to_file
-from particles.simulate import run
 
 # small and cheap to compile; tests add or override options
 BASE = "--n 8 --d 3 --beta 1 --T 0.1 --dt 0.01 --save-every 5 --seed 3 --integrator euler".split()

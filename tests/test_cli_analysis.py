@@ -12,8 +12,8 @@ from clitools import invoke, ok, usage_error
 
 from particles.analysis import read_analysis
 from particles.config import SimulationConfig
+from particles.engine import Frame
 from particles.io import TrajectoryWriter
-from particles.simulate import Frame
 from particles.sphere import normalize
 
 TIMES = np.array([0.0, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0])

@@ -20,8 +20,8 @@ from particles_cli.main import cli
 
 import particles
 from particles.config import SimulationConfig
+from particles.engine import initial_positions, run
 from particles.io import TrajectoryFileError, load, read_summary
-from particles.simulate import initial_positions, run
 
 # Long enough (a few seconds after the Numba compile) that the signal lands
 # mid-run, short enough to finish in-process after --resume.

@@ -19,9 +19,9 @@ from particles.compare import (
     load_comparison,
     plot_comparison,
 )
+from particles.engine import IntegrationError, iter_frames, run
 from particles.fields.kuramoto import natural_frequencies
 from particles.io import OutputPathError, TrajectoryFileError, run_to_file
-from particles.simulate import IntegrationError, iter_frames, run
 
 MODELS = ("sa", "usa", "kuramoto")
 # small and cheap: every test shares the rk4 kernels of these three models

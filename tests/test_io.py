@@ -14,6 +14,7 @@ import pytest
 
 import particles.io.run as run_module
 from particles.config import SimulationConfig
+from particles.engine import IntegrationError, run
 from particles.io import (
     SCHEMA_VERSION,
     OutputPathError,
@@ -24,7 +25,6 @@ from particles.io import (
     read_summary,
     run_to_file,
 )
-from particles.simulate import IntegrationError, run
 
 # small runs; euler is the cheapest integrator to compile
 CONFIG = SimulationConfig(

@@ -9,6 +9,7 @@ from particles_cli.main import COMMANDS
 
 import particles.kernel_comparison as kc
 from particles.config import SimulationConfig
+from particles.engine import initial_positions
 from particles.fields import KERNELS
 from particles.io import OutputPathError
 from particles.kernel_comparison import (
@@ -17,7 +18,6 @@ from particles.kernel_comparison import (
     default_times,
     plot_kernel_comparison,
 )
-from particles.simulate import initial_positions
 
 SMALL = dict(n=10, d=3, beta=2.0, T=1.0, dt=0.05, save_every=5, seed=11)
 PNG = b"\x89PNG\r\n\x1a\n"

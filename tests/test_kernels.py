@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from particles.config import SimulationConfig
+from particles.engine import simulate
 from particles.fields import BLAS_MIN_D, KERNELS, build_field
 from particles.fields.kernels import kernel_attention_reference
-from particles.simulate import simulate
 
 
 def _tokens(rng, n, d):

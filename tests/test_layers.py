@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from particles.config import SimulationConfig
+from particles.engine import ROWS_PARALLEL_MIN_N, _layer_segments, simulate
 from particles.fields import attention_reference_of, build_field, select_qkv
 from particles.fields.weights import draw_layer, draw_weights
-from particles.simulate import ROWS_PARALLEL_MIN_N, _layer_segments, simulate
 
 
 def test_segments_split_at_layer_boundaries():
@@ -184,7 +184,7 @@ def test_multihead_and_rbf_blas_paths_get_single_threaded_blas():
     (the guard matched the plain "blas" path only)."""
     from contextlib import nullcontext
 
-    from particles.simulate import _blas_guard
+    from particles.engine import _blas_guard
 
     for extra in (dict(heads=2), dict(kernel="rbf"), dict()):
         field = build_field(SimulationConfig(n=8, d=30, beta=1.0, **extra))

@@ -45,7 +45,7 @@ def test_random_heads_are_independent_and_match_reference():
 
 
 def test_multihead_runs_in_a_batch():
-    from particles.simulate import simulate
+    from particles.engine import simulate
 
     kw = dict(n=6, d=3, beta=1.0, T=0.2, dt=0.05, save_every=2, seed=4, heads=2,
               weights="gaussian", batch=2)

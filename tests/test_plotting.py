@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from particles.analysis import InnerProductHistogram, analyze, write_analysis
 from particles.config import SimulationConfig
+from particles.engine import Frame
 from particles.io import TrajectoryWriter
 from particles.plotting import (
     DEFAULT_KIND,
@@ -29,7 +30,6 @@ from particles.plotting import (
     principal_directions,
     save_plot,
 )
-from particles.simulate import Frame
 from particles.sphere import normalize
 from particles.trajectory import Trajectory
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from particles import IntegrationError, StepSizeWarning, simulate
-from particles.simulate import ROWS_PARALLEL_MIN_N
+from particles.engine import ROWS_PARALLEL_MIN_N
 
 
 def test_shapes_and_record():

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from particles.config import SimulationConfig
+from particles.engine import simulate
 from particles.fields import build_field
 from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, draw_weights
-from particles.simulate import simulate
 
 
 def _cfg(**kw):

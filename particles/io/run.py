@@ -1,6 +1,6 @@
 """Run a configuration straight into a trajectory file, safely.
 
-:func:`run_to_file` streams the frames of :func:`particles.simulate.iter_frames`
+:func:`run_to_file` streams the frames of :func:`particles.engine.iter_frames`
 into an H5MD file (:mod:`particles.io.h5md`) with these guarantees:
 
 * An existing file is never overwritten without ``overwrite=True``, and the
@@ -15,7 +15,7 @@ into an H5MD file (:mod:`particles.io.h5md`) with these guarantees:
   point leaves the temporary file behind.
 * Frames reach the disk at least every ``flush_interval`` seconds, so a
   killed run leaves a readable file of every frame written so far.
-* Ctrl-C (``KeyboardInterrupt``) and :class:`~particles.simulate.IntegrationError`
+* Ctrl-C (``KeyboardInterrupt``) and :class:`~particles.errors.IntegrationError`
   close the file cleanly, marked incomplete, then propagate (Ctrl-C as
   :class:`RunInterrupted`, which carries the summary of what was kept).
 * ``resume=True`` continues an incomplete file in place from its last frame;
@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from particles.config import SimulationConfig
+from particles.engine import initial_positions, iter_frames
 from particles.errors import IntegrationError, OutputPathError, RunFailed, RunInterrupted
 from particles.io.h5md import (
     FLUSH_INTERVAL,
@@ -41,7 +42,6 @@ from particles.io.h5md import (
     read_summary,
 )
 from particles.progress import Progress
-from particles.simulate import initial_positions, iter_frames
 
 
 def check_output_path(path: str | Path, *, overwrite: bool = False, resume: bool = False) -> Path:
@@ -170,7 +170,7 @@ def run_to_file(
     RunInterrupted
         Ctrl-C; the file is closed and marked incomplete (if any frame was kept).
     RunFailed
-        The integration failed (an :class:`~particles.simulate.IntegrationError`);
+        The integration failed (an :class:`~particles.errors.IntegrationError`);
         the file is kept the same way.
     """
     path = check_output_path(path, overwrite=overwrite, resume=resume)
