@@ -5,16 +5,35 @@ The public API::
     import particles
     traj = particles.simulate(64, 3, beta=1.0, T=10.0, seed=0)
     traj.positions.shape            # (frames, n, d)
+
+Names are loaded lazily (PEP 562 module ``__getattr__``): ``import particles``
+and light modules such as :mod:`particles.sphere` or :mod:`particles.errors`
+load neither Numba nor h5py; the first use of ``particles.simulate`` does.
 """
 
-from particles.config import SimulationConfig
-from particles.engine import IntegrationError, StepSizeWarning, run, simulate
-from particles.fields import KERNELS, MODELS
-from particles.integrators import INTEGRATORS
-from particles.io import TrajectoryFileError, load, read_summary, run_to_file
-from particles.trajectory import Trajectory
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from particles.version import __version__
+
+#: public name -> module that defines it (the one home of each name).
+_API: dict[str, str] = {
+    "INTEGRATORS": "particles.integrators",
+    "KERNELS": "particles.fields",
+    "MODELS": "particles.fields",
+    "IntegrationError": "particles.errors",
+    "SimulationConfig": "particles.config",
+    "StepSizeWarning": "particles.errors",
+    "Trajectory": "particles.trajectory",
+    "TrajectoryFileError": "particles.errors",
+    "load": "particles.io",
+    "read_summary": "particles.io",
+    "run": "particles.engine",
+    "run_to_file": "particles.io",
+    "simulate": "particles.engine",
+}
 
 __all__ = [
     "INTEGRATORS",
@@ -32,3 +51,26 @@ __all__ = [
     "run_to_file",
     "simulate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'particles' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # names for type checkers and IDEs
+    from particles.config import SimulationConfig
+    from particles.engine import run, simulate
+    from particles.errors import IntegrationError, StepSizeWarning, TrajectoryFileError
+    from particles.fields import KERNELS, MODELS
+    from particles.integrators import INTEGRATORS
+    from particles.io import load, read_summary, run_to_file
+    from particles.trajectory import Trajectory
