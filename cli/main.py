@@ -1,35 +1,111 @@
 """The ``particles`` command group.
 
 Every command lives in its own module and is registered by one line in
-:data:`COMMANDS`.
+:data:`COMMANDS`.  Commands are imported only when they run (or show their
+own ``--help``), so ``particles --help`` starts without loading the
+library's compiled kernels, h5py or matplotlib.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass
+
 import click
-from particles_cli.analyze import analyze
-from particles_cli.compare import compare
-from particles_cli.info import info
-from particles_cli.kernels import kernels
-from particles_cli.plot import plot
-from particles_cli.simulate import simulate
+
+
+@dataclass(frozen=True)
+class CommandEntry:
+    """A command of the group, imported on first use.
+
+    Attributes
+    ----------
+    name : str
+        Command name (the click command object in ``module`` has this name).
+    module : str
+        Module defining it.
+    help : str
+        First line of its docstring, shown by ``particles --help`` (a test
+        checks that it matches).
+    """
+
+    name: str
+    module: str
+    help: str
+
+    def load(self) -> click.Command:
+        """Import the module and return the click command."""
+        return getattr(importlib.import_module(self.module), self.name)
+
 
 #: the commands of ``particles``, one line each.
-COMMANDS: list[click.Command] = [
-    simulate,
-    info,
-    analyze,
-    plot,
-    compare,
-    kernels,
+COMMANDS: list[CommandEntry] = [
+    CommandEntry("simulate", "particles_cli.simulate",
+                 "Simulate tokens on the sphere and stream the frames to an H5MD file."),
+    CommandEntry("info", "particles_cli.info", "Print the configuration, frames, completion "
+                 "and observables of a trajectory file."),
+    CommandEntry("analyze", "particles_cli.analyze", "Find clusters, merges and the two time "
+                 "scales of a run; store them in PATH."),
+    CommandEntry("plot", "particles_cli.plot",
+                 "Draw a picture of the run in PATH and print the file written."),
+    CommandEntry("compare", "particles_cli.compare", "Run SA, USA and Kuramoto from one "
+                 "initial condition on the circle (d = 2)."),
+    CommandEntry("kernels", "particles_cli.kernels", "Run each attention kernel from the "
+                 "same initial tokens and plot them side by side."),
 ]
 
 
-@click.group("particles", context_settings={"help_option_names": ["-h", "--help"]})
+class LazyCommands(MutableMapping):
+    """``name -> click.Command``, importing a command's module on first access."""
+
+    def __init__(self, entries: list[CommandEntry]) -> None:
+        self._entries = {e.name: e for e in entries}
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            self._loaded[name] = self._entries[name].load()
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+        self._entries.setdefault(name, CommandEntry(name, "", command.get_short_help_str()))
+
+    def __delitem__(self, name: str) -> None:
+        self._entries.pop(name)
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def short_help(self, name: str) -> str:
+        """The stored one-line help (imports nothing)."""
+        return self._entries[name].help
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # the stored one-line help, so listing the commands imports none of them
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, click.utils.make_default_short_help(self.commands.short_help(name),
+                                                           limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group("particles", cls=LazyGroup,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="attention-particles", prog_name="particles")
 def cli() -> None:
     """Simulate self-attention dynamics of tokens on the sphere."""
-
-
-for _command in COMMANDS:
-    cli.add_command(_command)
