@@ -9,12 +9,12 @@ from particles_cli.options import CONFIG_KEYS, NamesType, option_name, some_conf
 from particles_cli.simulate import _one_line_warnings
 
 from particles.analysis import DEFAULT_EPS
-from particles.compare import _check_output
 from particles.config import KERNEL_PARAMETERS
 from particles.engine import IntegrationError
 from particles.fields import KERNELS
 from particles.io import OutputPathError
 from particles.kernel_comparison import check_kernels, compare_kernels, plot_kernel_comparison
+from particles.runs.compare import _check_output
 
 #: the configuration options of `simulate` that `kernels` shares (same help texts).
 SHARED = (

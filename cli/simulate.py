@@ -12,12 +12,8 @@ import click
 import numpy as np
 from particles_cli.options import build_config, config_options, option_name
 
-from particles.io import (
-    OutputPathError,
-    RunFailed,
-    RunSummary,
-    run_to_file,
-)
+from particles.io import OutputPathError, RunFailed, RunSummary
+from particles.runs import run_to_file
 
 
 def summary_line(s: RunSummary) -> str:

@@ -11,7 +11,8 @@ from particles.config import SimulationConfig
 from particles.engine import IntegrationError, StepSizeWarning, run, simulate
 from particles.fields import KERNELS, MODELS
 from particles.integrators import INTEGRATORS
-from particles.io import TrajectoryFileError, load, read_summary, run_to_file
+from particles.io import TrajectoryFileError, load, read_summary
+from particles.runs import run_to_file
 from particles.trajectory import Trajectory
 
 __version__ = "0.1.0"
