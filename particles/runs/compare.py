@@ -35,7 +35,6 @@ same run); given angles are recorded as ``init = "array"`` and are frame 0.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,11 +51,16 @@ from particles.analysis import (
 )
 from particles.config import SimulationConfig, check_names
 from particles.engine import collect, initial_positions, iter_frames
-from particles.errors import ComparisonFailed, ComparisonInterrupted, IntegrationError
+from particles.errors import (
+    ComparisonFailed,
+    ComparisonInterrupted,
+    IntegrationError,
+    OutputPathError,
+)
 from particles.fields import MODELS
 from particles.io.compare import ComparisonWriter, ModelWriter, load_comparison
 from particles.progress import Progress
-from particles.runs.run import OutputPathError, _promote, check_output_path
+from particles.runs.session import OutputFile, check_output_path, guard, stopped
 from particles.seeds import fresh_seed
 from particles.trajectory import Trajectory
 
@@ -79,8 +83,8 @@ DEFAULT_MODELS = ("sa", "usa", "kuramoto")
 #: display names; other registered models are shown in upper case.
 LABELS = {"sa": "SA", "usa": "USA", "kuramoto": "Kuramoto"}
 
-# colour and line style per model: identical curves (beta = 0) stay visible
-_STYLES = (
+#: colour and line style per model (and per kernel): identical curves (beta = 0) stay visible
+STYLES = (
     ("tab:blue", "-"),
     ("tab:orange", "--"),
     ("tab:green", ":"),
@@ -400,91 +404,57 @@ def compare_models(
         init="array" if x0 is not None else init,
         usa_scale=usa_scale,
     )
-    path = _check_output(out, overwrite)
+    path = check_output(out, overwrite)
     if plot is not None:
-        plot = _check_output(plot, overwrite)
+        plot = check_output(plot, overwrite)
         if plot.resolve() == path.resolve():
             raise OutputPathError(f"plot and out must be different files, both are {path}")
     # one draw for every model: with a named init every config would draw the
     # same positions from the shared seed anyway; this makes it true by construction
     X0 = initial_positions(next(iter(configs.values())), x0)
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")
-    writer = ComparisonWriter.create(temp, models=models, seed=seed)
+    output = OutputFile(path, overwrite=overwrite)
+    writer = ComparisonWriter.create(output.writing, models=models, seed=seed)
     trajectories: dict[str, Trajectory] = {}
-    current: ModelWriter | None = None
-    try:
+    current: list[ModelWriter] = []
+
+    def close() -> int:
+        if current:
+            current.pop().close(complete=False)
+        writer.close(complete=False)
+        return writer.frames
+
+    def interrupted(kept: Path | None) -> ComparisonInterrupted:
+        return ComparisonInterrupted(stopped("comparison", "interrupted", path, kept), kept, path)
+
+    def failed(exc: IntegrationError, kept: Path | None) -> ComparisonFailed:
+        message = f"{exc}; " + stopped("comparison", "stopped", path, kept)
+        return ComparisonFailed(message, kept, path)
+
+    with guard(output, close, interrupted=interrupted, failed=failed, keep_on_error=False):
         for m, config in configs.items():
-            current = writer.add_model(config)
+            current.append(writer.add_model(config))
             frames = []
             with Progress(config.T, enabled=progress, label=f"simulating {_label(m)}") as bar:
                 for frame in iter_frames(config, X0, progress=bar.update):
                     frames.append(frame)
-                    current.append(frame)
+                    current[0].append(frame)
                     if should_stop is not None and should_stop():
                         raise KeyboardInterrupt
-            current.close(complete=True)
-            current = None
+            current.pop().close(complete=True)
             trajectories[m] = collect(config, frames, complete=True)
-    except KeyboardInterrupt:
-        kept = _close_incomplete(writer, current, temp, path)
-        raise ComparisonInterrupted(_stopped("interrupted", path, kept), kept) from None
-    except IntegrationError as exc:
-        kept = _close_incomplete(writer, current, temp, path)
-        raise ComparisonFailed(f"{exc}; " + _stopped("stopped", path, kept), kept) from exc
-    except BaseException:
-        _close_incomplete(writer, current, temp, path, keep=False)
-        raise
     writer.close(complete=True)
-    try:
-        _promote(temp, path, overwrite=overwrite)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+    output.finish()
     result = ComparisonResult(path, trajectories, seed)
     if plot is not None:
         plot_comparison(result, plot, overwrite=overwrite)
     return result
 
 
-def _check_output(path: str | os.PathLike, overwrite: bool) -> Path:
+def check_output(path: str | os.PathLike, overwrite: bool) -> Path:
     """``path`` may be written (its directory exists and is writable; no file unless
-    ``overwrite``); OutputPathError otherwise."""
-    path = check_output_path(path, overwrite=True)
-    if path.exists() and not overwrite:
-        raise OutputPathError(f"{path} exists; replace it with --overwrite (overwrite=True)")
-    return path
-
-
-def _close_incomplete(
-    writer: ComparisonWriter,
-    current: ModelWriter | None,
-    temp: Path,
-    path: Path,
-    *,
-    keep: bool = True,
-) -> Path | None:
-    """Close after a failure; keep the frames in ``path`` only if it does not exist."""
-    try:
-        if current is not None:
-            current.close(complete=False)
-        writer.close(complete=False)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    if keep and writer.frames and not path.exists():
-        try:
-            _promote(temp, path, overwrite=False)
-            return path
-        except (OSError, ValueError):  # someone else created it meanwhile
-            pass
-    temp.unlink(missing_ok=True)
-    return None
-
-
-def _stopped(what: str, path: Path, kept: Path | None) -> str:
-    if kept is None:
-        return f"comparison {what}; {path} not written (an existing file is unchanged)"
-    return f"comparison {what}; {path} holds the frames so far, marked incomplete"
+    ``overwrite``); OutputPathError otherwise (:func:`particles.runs.session.check_output_path`
+    of a session that cannot resume)."""
+    return check_output_path(path, overwrite=overwrite, resumable=False)
 
 
 # ---------------------------------------------------------------- plotting
@@ -501,7 +471,7 @@ def _as_result(
     return ComparisonResult.from_file(source)
 
 
-def _log_time(times: np.ndarray) -> bool:
+def log_time(times: np.ndarray) -> bool:
     """Log time when the positive output times span at least a decade."""
     pos = times[times > 0]
     return pos.size >= 2 and pos[-1] >= 10 * pos[0]
@@ -601,13 +571,13 @@ def comparison_figure(
     first = next(iter(trajs.values()))
     cfg = first.config
     counts = result.cluster_counts(eps)
-    log = _log_time(first.times)
+    log = log_time(first.times)
 
     fig = Figure(figsize=(max(8.0, 3.0 * k), 10.5), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[2.5, 1.0])
     ax_r, ax_c, ax_e = top.subplots(3, 1, sharex=True)
     for i, (m, t) in enumerate(trajs.items()):
-        color, style = _STYLES[i % len(_STYLES)]
+        color, style = STYLES[i % len(STYLES)]
         keep = t.times > 0 if log else np.ones(t.frames, dtype=bool)
         x = t.times[keep]
         kw = dict(color=color, linestyle=style, linewidth=1.7)
@@ -638,7 +608,7 @@ def comparison_figure(
 
     circles = np.atleast_1d(bottom.subplots(1, k))
     for i, (ax, t) in enumerate(zip(circles, trajs.values(), strict=True)):
-        _draw_circle(ax, t, result.initial, _STYLES[i % len(_STYLES)][0], eps)
+        _draw_circle(ax, t, result.initial, STYLES[i % len(STYLES)][0], eps)
     bottom.supxlabel(
         "final clusters: marker area ∝ size (sizes > 1 written when at most 8)\n"
         r"grey: shared initial tokens (at radius 0.8); arrow: $r\,e^{i\psi}$",

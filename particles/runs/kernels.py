@@ -32,7 +32,7 @@ from particles.config import KERNEL_PARAMETERS, SimulationConfig, check_names
 from particles.engine import initial_positions, simulate
 from particles.fields import KERNELS
 from particles.plotting import plot_histogram
-from particles.runs.compare import _STYLES, _check_output, _log_time
+from particles.runs.compare import STYLES, check_output, log_time
 from particles.trajectory import Trajectory
 
 __all__ = [
@@ -178,6 +178,8 @@ def compare_kernels(
     init: str = "uniform",
     eps: float = DEFAULT_EPS,
     bins: int = 40,
+    plot: str | os.PathLike | None = None,
+    overwrite: bool = False,
 ) -> KernelComparison:
     """Run several attention kernels from one initial condition.
 
@@ -212,6 +214,11 @@ def compare_kernels(
         Cluster linking distance (radians).
     bins : int
         Number of inner-product histogram bins on [-1, 1].
+    plot : str or path-like, optional
+        Also write :func:`plot_kernel_comparison` to this PNG once every
+        kernel ran (checked before any run; never replaced unless ``overwrite``).
+    overwrite : bool
+        Replace an existing ``plot``.
 
     Returns
     -------
@@ -225,6 +232,9 @@ def compare_kernels(
     ValueError
         Before any run: an invalid argument (the message starts with its
         name), ``tau``/``gamma`` given when no kernel uses it.
+    particles.io.OutputPathError
+        Before any run: ``plot`` exists (without ``overwrite``), is a
+        directory, or its directory is missing or read-only.
     particles.IntegrationError
         A run failed.
     """
@@ -240,6 +250,8 @@ def compare_kernels(
     )
     # every configuration is checked before the first run
     configs = {k: SimulationConfig(**common, kernel=k, **extra[k]) for k in kernels}
+    if plot is not None:
+        plot = check_output(plot, overwrite)
     first = configs[kernels[0]].resolved()
     x0 = initial_positions(first)[0]
     common["seed"] = first.seed
@@ -250,7 +262,10 @@ def compare_kernels(
         hists = np.stack([histogram.compute(x).counts.copy() for x in traj.positions])
         runs[k] = KernelRun(k, traj, clusters, hists)
     times = next(iter(runs.values())).trajectory.times
-    return KernelComparison(runs, x0, times, histogram.bin_edges, eps, int(first.seed))
+    result = KernelComparison(runs, x0, times, histogram.bin_edges, eps, int(first.seed))
+    if plot is not None:
+        plot_kernel_comparison(result, plot, overwrite=overwrite)
+    return result
 
 
 # ---------------------------------------------------------------- plotting
@@ -270,7 +285,7 @@ def default_times(times: ArrayLike, k: int = 4) -> np.ndarray:
     F = times.size
     if F <= k:
         return np.arange(F)
-    if _log_time(times):
+    if log_time(times):
         pos = times[times > 0]
         inner = np.geomspace(max(pos[0], 1e-4 * times[-1]), times[-1], k)[1:-1]
         near = [int(np.argmin(np.abs(np.log(np.maximum(times, pos[0]) / t)))) for t in inner]
@@ -315,14 +330,14 @@ def kernel_comparison_figure(result: KernelComparison, *, times: ArrayLike | Non
     runs = list(result.runs.values())
     rows, cols = len(runs), len(frames)
     x0 = result.x0
-    log = _log_time(result.times)
+    log = log_time(result.times)
 
     fig = Figure(figsize=(max(8.0, 2.4 * cols + 1.5), 3.4 + 1.7 * rows), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[3.4, 1.7 * rows])
     ax_c = top.subplots()
     keep = result.times > 0 if log else np.ones(result.times.size, dtype=bool)
     for i, run in enumerate(runs):
-        color, style = _STYLES[i % len(_STYLES)]
+        color, style = STYLES[i % len(STYLES)]
         ax_c.step(result.times[keep], run.clusters[keep], where="post", color=color,
                   linestyle=style, linewidth=1.8, label=run.label)
     if log:
@@ -348,7 +363,7 @@ def kernel_comparison_figure(result: KernelComparison, *, times: ArrayLike | Non
 
     grid = np.asarray(bottom.subplots(rows, cols, sharex=True, sharey=True, squeeze=False))
     for i, run in enumerate(runs):
-        color = _STYLES[i % len(_STYLES)][0]
+        color = STYLES[i % len(STYLES)][0]
         for j, f in enumerate(frames):
             ax = grid[i, j]
             plot_histogram((result.bin_edges, run.histograms[f]), ax, log=True,
@@ -401,6 +416,6 @@ def plot_kernel_comparison(
     ValueError
         ``times`` outside the run.
     """
-    out = _check_output(out, overwrite)
+    out = check_output(out, overwrite)
     kernel_comparison_figure(result, times=times).savefig(out, dpi=dpi)
     return out
