@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 from particles_cli.options import CONFIG_KEYS, NamesType, option_name, some_config_options
-from particles_cli.simulate import _one_line_warnings
+from particles_cli.simulate import one_line_warnings
 
 from particles.analysis import DEFAULT_EPS
 from particles.config import KERNEL_PARAMETERS
@@ -78,7 +78,7 @@ def kernels(
     missing = [option_name(k) for k in ("n", "d", "beta") if k not in given]
     if missing:
         raise click.UsageError(f"missing option(s) {', '.join(missing)}")
-    with _one_line_warnings():
+    with one_line_warnings():
         try:
             result = compare_kernels(
                 **given, kernels=kernels, eps=eps, plot=out, overwrite=overwrite

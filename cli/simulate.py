@@ -95,7 +95,7 @@ def mismatch_line(out: Path, exc: ResumeMismatch) -> str:
 
 
 @contextmanager
-def _one_line_warnings():
+def one_line_warnings():
     """Show warnings (e.g. StepSizeWarning) as one ``Warning: ...`` line on stderr."""
 
     def show(message, category, filename, lineno, file=None, line=None):
@@ -108,7 +108,7 @@ def _one_line_warnings():
 
 
 @contextmanager
-def _stop_on_signals():
+def stop_on_signals():
     """SIGINT (Ctrl-C) and SIGTERM stop the run cleanly; yields ``requested()``.
 
     The handler raises ``KeyboardInterrupt`` and also records the signal,
@@ -180,7 +180,7 @@ def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None,
         config = resume_config(out, options, config_file) if given else None
     else:
         config, x0 = build_config(options, config_file)
-    with _one_line_warnings(), _stop_on_signals() as requested:
+    with one_line_warnings(), stop_on_signals() as requested:
         try:
             summary = run_to_file(
                 config,
