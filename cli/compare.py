@@ -16,7 +16,7 @@ from particles_cli.options import (
     option_name,
     some_config_options,
 )
-from particles_cli.simulate import _one_line_warnings, _stop_on_signals
+from particles_cli.simulate import one_line_warnings, stop_on_signals
 
 from particles.compare import (
     DEFAULT_MODELS,
@@ -135,7 +135,7 @@ def compare(
         missing.remove("--n")
     if missing:
         raise click.UsageError(f"missing option(s) {', '.join(missing)}")
-    with _one_line_warnings(), _stop_on_signals() as requested:
+    with one_line_warnings(), stop_on_signals() as requested:
         try:
             result = compare_models(
                 **given,

@@ -6,15 +6,14 @@ from pathlib import Path
 
 import click
 from particles_cli.options import CONFIG_KEYS, NamesType, option_name, some_config_options
-from particles_cli.simulate import _one_line_warnings
+from particles_cli.simulate import one_line_warnings
 
 from particles.analysis import DEFAULT_EPS
-from particles.compare import _check_output
 from particles.config import KERNEL_PARAMETERS
-from particles.engine import IntegrationError
+from particles.errors import IntegrationError
 from particles.fields import KERNELS
 from particles.io import OutputPathError
-from particles.kernel_comparison import check_kernels, compare_kernels, plot_kernel_comparison
+from particles.runs.kernels import check_kernels, compare_kernels
 
 #: the configuration options of `simulate` that `kernels` shares (same help texts).
 SHARED = (
@@ -79,13 +78,13 @@ def kernels(
     missing = [option_name(k) for k in ("n", "d", "beta") if k not in given]
     if missing:
         raise click.UsageError(f"missing option(s) {', '.join(missing)}")
-    try:
-        out = _check_output(out, overwrite)  # before any run
-    except OutputPathError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--out'") from None
-    with _one_line_warnings():
+    with one_line_warnings():
         try:
-            result = compare_kernels(**given, kernels=kernels, eps=eps)
+            result = compare_kernels(
+                **given, kernels=kernels, eps=eps, plot=out, overwrite=overwrite
+            )
+        except OutputPathError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--out'") from None
         except IntegrationError as exc:
             click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
             raise SystemExit(1) from None
@@ -97,9 +96,5 @@ def kernels(
             if field in CONFIG_KEYS or field == "eps":
                 raise click.BadParameter(message, param_hint=f"'{option_name(field)}'") from None
             raise click.UsageError(message) from None
-    try:
-        path = plot_kernel_comparison(result, out, overwrite=overwrite)
-    except OutputPathError as exc:  # created meanwhile
-        raise click.BadParameter(str(exc), param_hint="'--out'") from None
-    click.echo(str(path))
+    click.echo(str(out))
     click.echo(result.table())

@@ -10,14 +10,18 @@ from pathlib import Path
 
 import click
 import numpy as np
-from particles_cli.options import build_config, config_options, option_name
-
-from particles.io import (
-    OutputPathError,
-    RunFailed,
-    RunSummary,
-    run_to_file,
+from particles_cli.options import (
+    CONFIG_KEYS,
+    build_config,
+    config_options,
+    option_name,
+    read_config_file,
 )
+
+from particles.config import SimulationConfig
+from particles.errors import ResumeMismatch
+from particles.io import OutputPathError, RunFailed, RunSummary, TrajectoryFileError, read_summary
+from particles.runs import check_output_path, run_to_file
 
 
 def summary_line(s: RunSummary) -> str:
@@ -50,8 +54,48 @@ def _kept(out: Path, summary: RunSummary | None) -> str:
     )
 
 
+def resume_config(out: Path, options: dict, config_file: Path | None) -> SimulationConfig:
+    """The configuration of ``simulate --resume`` given with options: the options
+    (and --config keys) given over the configuration stored in ``out``.
+
+    Rerunning the original command with ``--resume`` added gives the stored
+    configuration back; :func:`particles.runs.run_to_file` refuses any other.
+    """
+    try:
+        check_output_path(out, resume=True)
+    except OutputPathError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--out'") from None
+    named = [option_name(k) for k, v in options.items() if v is not None]
+    named += ["--config"] * (config_file is not None)
+    try:
+        stored = read_summary(out).config.to_dict()
+    except TrajectoryFileError as exc:
+        raise click.UsageError(
+            f"cannot check {', '.join(named)} against the configuration stored in {out}: {exc}"
+        ) from None
+    from_file = read_config_file(config_file) if config_file else {}
+    filled = {
+        k: stored[k] if options.get(k) is None and k not in from_file else options.get(k)
+        for k in CONFIG_KEYS
+    }
+    config, _ = build_config(filled, config_file)  # x0: frame 0 is in the file
+    return config
+
+
+def mismatch_line(out: Path, exc: ResumeMismatch) -> str:
+    """One line naming each option whose value differs from the stored one."""
+    parts = [
+        f"{option_name(k)} {given!r} (stored {stored!r})"
+        for k, (given, stored) in exc.differences.items()
+    ]
+    return (
+        f"--resume continues the configuration stored in {out}; these options differ "
+        f"from it: {', '.join(parts)}"
+    )
+
+
 @contextmanager
-def _one_line_warnings():
+def one_line_warnings():
     """Show warnings (e.g. StepSizeWarning) as one ``Warning: ...`` line on stderr."""
 
     def show(message, category, filename, lineno, file=None, line=None):
@@ -64,7 +108,7 @@ def _one_line_warnings():
 
 
 @contextmanager
-def _stop_on_signals():
+def stop_on_signals():
     """SIGINT (Ctrl-C) and SIGTERM stop the run cleanly; yields ``requested()``.
 
     The handler raises ``KeyboardInterrupt`` and also records the signal,
@@ -108,8 +152,9 @@ def _stop_on_signals():
 @click.option(
     "--resume",
     is_flag=True,
-    help="Continue the incomplete --out from its last frame (configuration from "
-    "the file; give no other option).",
+    help="Continue the incomplete --out from its last frame with the configuration "
+    "stored in it; the original command's options may be given again (refused, "
+    "naming them, where they differ from the stored ones).",
 )
 @click.option(
     "--config",
@@ -126,17 +171,16 @@ def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None,
     (file kept, marked incomplete, exit status 130); --resume continues it.
     """
     if resume:
-        given = [option_name(k) for k, v in options.items() if v is not None]
-        given += ["--config"] * (config_file is not None) + ["--overwrite"] * overwrite
-        if given:
+        if overwrite:
             raise click.UsageError(
-                f"--resume continues the configuration stored in {out}; "
-                f"do not give {', '.join(given)}"
+                f"--resume continues {out} in place; --resume and --overwrite exclude each other"
             )
-        config, x0 = None, None
+        x0 = None
+        given = config_file is not None or any(v is not None for v in options.values())
+        config = resume_config(out, options, config_file) if given else None
     else:
         config, x0 = build_config(options, config_file)
-    with _one_line_warnings(), _stop_on_signals() as requested:
+    with one_line_warnings(), stop_on_signals() as requested:
         try:
             summary = run_to_file(
                 config,
@@ -157,6 +201,8 @@ def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None,
             click.echo(f"Error: {exc}; " + _kept(out, summary), err=True)
         except OutputPathError as exc:
             raise click.BadParameter(str(exc), param_hint="'--out'") from None
+        except ResumeMismatch as exc:
+            raise click.UsageError(mismatch_line(out, exc)) from None
         except ValueError as exc:  # checked before any work: x0, the file to resume
             raise click.UsageError(str(exc)) from None
     if summary is not None:

@@ -31,7 +31,7 @@ _API: dict[str, str] = {
     "load": "particles.io",
     "read_summary": "particles.io",
     "run": "particles.engine",
-    "run_to_file": "particles.io",
+    "run_to_file": "particles.runs",
     "simulate": "particles.engine",
 }
 
@@ -72,5 +72,6 @@ if TYPE_CHECKING:  # names for type checkers and IDEs
     from particles.errors import IntegrationError, StepSizeWarning, TrajectoryFileError
     from particles.fields import KERNELS, MODELS
     from particles.integrators import INTEGRATORS
-    from particles.io import load, read_summary, run_to_file
+    from particles.io import load, read_summary
+    from particles.runs import run_to_file
     from particles.trajectory import Trajectory

@@ -20,6 +20,7 @@ __all__ = [
     "IntegrationError",
     "NotComputedError",
     "OutputPathError",
+    "ResumeMismatch",
     "RunFailed",
     "RunInterrupted",
     "StepSizeWarning",
@@ -43,72 +44,91 @@ class OutputPathError(ValueError):
     """The output path cannot be used: it exists, or its directory is missing or read-only."""
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """A run stopped by Ctrl-C after closing its file cleanly.
+class ResumeMismatch(ValueError):
+    """The configuration given to resume a file differs from the one stored in it.
 
     Attributes
     ----------
-    path : Path
-        The target file.
-    summary : RunSummary or None
-        What the file holds (incomplete), or None when nothing was kept
-        (interrupted before a frame was written, or before a replacement
-        started producing frames, in which case an old file is unchanged).
+    differences : dict of str to tuple
+        ``field -> (given, stored)`` for each differing field, in field order.
     """
 
-    def __init__(self, path: Path, summary: RunSummary | None) -> None:
-        super().__init__(
-            f"run interrupted; {path} "
-            + (
+    def __init__(self, message: str, differences: dict[str, tuple]) -> None:
+        super().__init__(message)
+        self.differences = differences
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A session (run, comparison) stopped by Ctrl-C after closing its file cleanly.
+
+    Attributes
+    ----------
+    path : Path or None
+        The target file.
+    kept : Path or None
+        The file holding the frames computed so far (marked incomplete), or
+        None when nothing was kept (stopped before a frame was written, or
+        before a replacement was promoted, in which case an old file is
+        unchanged).
+    summary : RunSummary or None
+        What ``kept`` holds, for a single run (None otherwise).
+    """
+
+    def __init__(
+        self,
+        path: Path | None,
+        summary: RunSummary | None = None,
+        *,
+        kept: Path | None = None,
+        message: str | None = None,
+    ) -> None:
+        if message is None:
+            message = f"run interrupted; {path} " + (
                 f"holds {summary.frames} of {summary.frames_expected} frames"
                 if summary
                 else "was not written"
             )
-        )
+        super().__init__(message)
         self.path = path
         self.summary = summary
+        self.kept = kept if kept is not None else (path if summary is not None else None)
 
 
 class RunFailed(IntegrationError):
-    """The integration failed; the file was closed cleanly and marked incomplete.
+    """The integration of a session failed; its file was closed cleanly, marked incomplete.
 
     Attributes
     ----------
-    path : Path
-        The target file.
-    summary : RunSummary or None
-        What the file holds, or None when nothing was kept (as for
-        :class:`RunInterrupted`).
+    path, kept, summary
+        As for :class:`RunInterrupted`.
     """
 
-    def __init__(self, message: str, path: Path, summary: RunSummary | None) -> None:
+    def __init__(
+        self,
+        message: str,
+        path: Path | None,
+        summary: RunSummary | None = None,
+        *,
+        kept: Path | None = None,
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.summary = summary
+        self.kept = kept if kept is not None else (path if summary is not None else None)
 
 
-class ComparisonInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or ``should_stop``) stopped a comparison after closing its file.
+class ComparisonInterrupted(RunInterrupted):
+    """A :class:`RunInterrupted` of a model comparison (``kept`` as there)."""
 
-    Attributes
-    ----------
-    kept : Path or None
-        The file holding the frames computed so far (marked incomplete), or
-        None when nothing was kept (an existing file is never replaced by an
-        incomplete comparison).
-    """
-
-    def __init__(self, message: str, kept: Path | None) -> None:
-        super().__init__(message)
-        self.kept = kept
+    def __init__(self, message: str, kept: Path | None, path: Path | None = None) -> None:
+        super().__init__(path if path is not None else kept, kept=kept, message=message)
 
 
-class ComparisonFailed(IntegrationError):
-    """A model's integration failed; ``kept`` as for :class:`ComparisonInterrupted`."""
+class ComparisonFailed(RunFailed):
+    """A :class:`RunFailed` of a model comparison (``kept`` as there)."""
 
-    def __init__(self, message: str, kept: Path | None) -> None:
-        super().__init__(message)
-        self.kept = kept
+    def __init__(self, message: str, kept: Path | None, path: Path | None = None) -> None:
+        super().__init__(message, path if path is not None else kept, kept=kept)
 
 
 class NotComputedError(AttributeError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import particles.compare as compare_module
+import particles.runs.compare as compare_module
 
 
 @pytest.fixture

@@ -12,12 +12,13 @@ import pytest
 from clitools import invoke, ok, usage_error
 from particles_cli.main import COMMANDS, cli
 
-import particles.io.run as run_module
+import particles.runs.run as run_module
 from particles.config import INITS, SimulationConfig
 from particles.engine import run
 from particles.fields import KERNELS, MODELS
 from particles.integrators import INTEGRATORS
-from particles.io import load, run_to_file
+from particles.io import load
+from particles.runs import run_to_file
 
 # small and cheap to compile; tests add or override options
 BASE = "--n 8 --d 3 --beta 1 --T 0.1 --dt 0.01 --save-every 5 --seed 3 --integrator euler".split()

@@ -10,7 +10,7 @@ import pytest
 from clitools import invoke, ok, usage_error
 from particles_cli.main import COMMANDS
 
-import particles.compare as compare_module
+import particles.runs.compare as compare_module
 from particles.compare import load_comparison
 from particles.config import SimulationConfig
 from particles.engine import IntegrationError, iter_frames, speed_bound

@@ -10,7 +10,7 @@ import pyh5md
 import pytest
 
 import particles
-import particles.compare as compare_module
+import particles.runs.compare as compare_module
 from particles.compare import (
     ComparisonFailed,
     ComparisonInterrupted,
@@ -21,7 +21,8 @@ from particles.compare import (
 )
 from particles.engine import IntegrationError, iter_frames, run
 from particles.fields.kuramoto import natural_frequencies
-from particles.io import OutputPathError, TrajectoryFileError, run_to_file
+from particles.io import OutputPathError, TrajectoryFileError
+from particles.runs import run_to_file
 
 MODELS = ("sa", "usa", "kuramoto")
 # small and cheap: every test shares the rk4 kernels of these three models

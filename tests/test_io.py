@@ -12,7 +12,7 @@ import numpy as np
 import pyh5md
 import pytest
 
-import particles.io.run as run_module
+import particles.runs.run as run_module
 from particles.config import SimulationConfig
 from particles.engine import IntegrationError, run
 from particles.io import (
@@ -23,8 +23,8 @@ from particles.io import (
     TrajectoryFileError,
     load,
     read_summary,
-    run_to_file,
 )
+from particles.runs import run_to_file
 
 # small runs; euler is the cheapest integrator to compile
 CONFIG = SimulationConfig(

@@ -7,7 +7,7 @@ import pytest
 from clitools import invoke
 from particles_cli.main import COMMANDS
 
-import particles.kernel_comparison as kc
+import particles.runs.kernels as kc
 from particles.config import SimulationConfig
 from particles.engine import initial_positions
 from particles.fields import KERNELS

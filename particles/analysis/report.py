@@ -30,7 +30,8 @@ File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
       timescales/<column>          (max(batch, 1),)  formation_time,
                                    first_merge_time, clusters_formed (NaN / 0: none)
 
-The group is replaced atomically: it is built as ``/_analysis_tmp`` and only
+The file I/O is :mod:`particles.io.analysis`.  The group is replaced
+atomically: it is built as ``/_analysis_tmp`` and only
 then moved over ``/analysis`` (an HDF5 link operation), so a failure while
 computing or writing leaves the previous results intact, and a rerun
 replaces them.  ``particles plot`` ignores a stored analysis whose frame times
@@ -57,10 +58,8 @@ from particles.analysis.merges import (
 )
 from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL, Scalars
 from particles.analysis.tracking import MergeEvent, SplitEvent
+from particles.io.analysis import ANALYSIS_GROUP, read_analysis_group, write_analysis_group
 
-#: name of the group holding the results in a trajectory file.
-ANALYSIS_GROUP = "analysis"
-_TMP_GROUP = "_analysis_tmp"
 #: version of the /analysis layout above.
 FORMAT_VERSION = 1
 
@@ -318,8 +317,9 @@ def analyze(
     )
 
 
-def _table(group, name: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    g = group.create_group(name)
+def _table(
+    out: dict[str, np.ndarray], name: str, columns: tuple[str, ...], rows: list[tuple]
+) -> None:
     cols = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
     for col, values in zip(columns, cols, strict=True):
         kind = (
@@ -327,14 +327,15 @@ def _table(group, name: str, columns: tuple[str, ...], rows: list[tuple]) -> Non
             if col in ("time", "start", "end", "log_length")
             else (bool if col in ("long_lived", "censored") else np.int64)
         )
-        g.create_dataset(col, data=np.asarray(values, dtype=kind))
+        out[f"{name}/{col}"] = np.asarray(values, dtype=kind)
 
 
 def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     """Store an :class:`AnalysisResult` in the ``/analysis`` group of an HDF5 file.
 
     The group is built under a temporary name and then moved over
-    ``/analysis``, replacing earlier results.
+    ``/analysis``, replacing earlier results
+    (:func:`particles.io.analysis.write_analysis_group`).
 
     Parameters
     ----------
@@ -342,73 +343,62 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
         An existing HDF5 file, opened for appending.
     result : AnalysisResult
     """
-    import h5py
-
     from particles import __version__
 
-    try:
-        f = h5py.File(path, "a")
-    except OSError as exc:
-        raise OSError(
-            f"cannot open {os.fspath(path)} to store /{ANALYSIS_GROUP} (is a run "
-            f"still writing it?): {' '.join(str(exc).split())}"
-        ) from None
-    with f:
-        if _TMP_GROUP in f:
-            del f[_TMP_GROUP]
-        g = f.create_group(_TMP_GROUP)
-        s, info = result.settings, result.info
-        g.attrs["format_version"] = FORMAT_VERSION
-        g.attrs["created_by"] = f"particles {__version__}"
-        g.attrs["eps"] = np.nan if s["eps"] is None else s["eps"]
-        for key in ("method", "min_decades", "time_unit", "floor", "bins", "delta", "span_tol"):
-            g.attrs[key] = s[key]
-        g.attrs["beta"] = info["beta"]
-        g.attrs["batch"] = 0 if info.get("batch") is None else info["batch"]
-        g.attrs["n"], g.attrs["d"] = info["n"], info["d"]
-        g.create_dataset("time", data=result.times)
-        g.create_dataset("cluster_count", data=result.counts.astype(np.int64))
-        g.create_dataset(
-            "labels", data=result.labels.astype(np.int32), compression="gzip", shuffle=True
-        )
-        sg = g.create_group("scalars")
-        for name, v in result.scalars.items():
-            sg.create_dataset(name, data=v)
-        hg = g.create_group("histogram")
-        hg.create_dataset("bin_edges", data=result.bin_edges)
-        hg.create_dataset("counts", data=result.histograms.astype(np.int64))
-        _table(
-            g,
-            "merges",
-            _MERGE_COLUMNS,
-            [
-                (ev.system, ev.frame, ev.time, ev.into, gone, ev.sizes[0], size)
-                for ev in result.merges
-                for gone, size in zip(ev.absorbed, ev.sizes[1:], strict=True)
-            ],
-        )
-        _table(
-            g,
-            "splits",
-            _SPLIT_COLUMNS,
-            [(ev.system, ev.frame, ev.time, ev.parent, ev.child, ev.size) for ev in result.splits],
-        )
-        _table(
-            g,
-            "plateaus",
-            _PLATEAU_COLUMNS,
-            [tuple(getattr(p, c) for c in _PLATEAU_COLUMNS) for p in result.plateaus],
-        )
-        tg = g.create_group("timescales")
-        tg.create_dataset("formation_time", data=[t.formation_time for t in result.timescales])
-        tg.create_dataset("first_merge_time", data=[t.first_merge_time for t in result.timescales])
-        tg.create_dataset(
-            "clusters_formed",
-            data=np.array([t.clusters_formed for t in result.timescales], np.int64),
-        )
-        if ANALYSIS_GROUP in f:
-            del f[ANALYSIS_GROUP]
-        f.move(_TMP_GROUP, ANALYSIS_GROUP)
+    s, info = result.settings, result.info
+    attrs: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "created_by": f"particles {__version__}",
+        "eps": np.nan if s["eps"] is None else s["eps"],
+    }
+    for key in ("method", "min_decades", "time_unit", "floor", "bins", "delta", "span_tol"):
+        attrs[key] = s[key]
+    attrs["beta"] = info["beta"]
+    attrs["batch"] = 0 if info.get("batch") is None else info["batch"]
+    attrs["n"], attrs["d"] = info["n"], info["d"]
+    data: dict[str, np.ndarray] = {
+        "time": result.times,
+        "cluster_count": result.counts.astype(np.int64),
+        "labels": result.labels.astype(np.int32),
+    }
+    for name, v in result.scalars.items():
+        data[f"scalars/{name}"] = v
+    data["histogram/bin_edges"] = result.bin_edges
+    data["histogram/counts"] = result.histograms.astype(np.int64)
+    _table(
+        data,
+        "merges",
+        _MERGE_COLUMNS,
+        [
+            (ev.system, ev.frame, ev.time, ev.into, gone, ev.sizes[0], size)
+            for ev in result.merges
+            for gone, size in zip(ev.absorbed, ev.sizes[1:], strict=True)
+        ],
+    )
+    _table(
+        data,
+        "splits",
+        _SPLIT_COLUMNS,
+        [(ev.system, ev.frame, ev.time, ev.parent, ev.child, ev.size) for ev in result.splits],
+    )
+    _table(
+        data,
+        "plateaus",
+        _PLATEAU_COLUMNS,
+        [tuple(getattr(p, c) for c in _PLATEAU_COLUMNS) for p in result.plateaus],
+    )
+    data["timescales/formation_time"] = np.asarray(
+        [t.formation_time for t in result.timescales]
+    )
+    data["timescales/first_merge_time"] = np.asarray(
+        [t.first_merge_time for t in result.timescales]
+    )
+    data["timescales/clusters_formed"] = np.array(
+        [t.clusters_formed for t in result.timescales], np.int64
+    )
+    write_analysis_group(
+        path, attrs, data, groups=("scalars", "histogram", "timescales"), compressed=("labels",)
+    )
 
 
 def read_analysis(path: str | os.PathLike) -> AnalysisResult:
@@ -419,24 +409,15 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
     KeyError
         If the file has no ``/analysis`` group.
     """
-    import h5py
-
-    with h5py.File(path, "r") as f:
-        if ANALYSIS_GROUP not in f:
-            raise KeyError(
-                f"{os.fspath(path)} has no /{ANALYSIS_GROUP} group (run `particles analyze` first)"
-            )
-        g = f[ANALYSIS_GROUP]
-        a = dict(g.attrs)
-        cols = {
-            name: {c: g[name][c][()] for c in g[name]} for name in ("merges", "splits", "plateaus")
-        }
-        times = g["time"][()]
-        counts = g["cluster_count"][()]
-        labels = g["labels"][()]
-        scalars = {k: g["scalars"][k][()] for k in g["scalars"]}
-        edges = g["histogram/bin_edges"][()]
-        hist = g["histogram/counts"][()]
+    stored = read_analysis_group(path)
+    a = stored.attrs
+    cols = {name: stored.group(name) for name in ("merges", "splits", "plateaus")}
+    times = stored.datasets["time"]
+    counts = stored.datasets["cluster_count"]
+    labels = stored.datasets["labels"]
+    scalars = stored.group("scalars")
+    edges = stored.datasets["histogram/bin_edges"]
+    hist = stored.datasets["histogram/counts"]
     eps = float(a["eps"])
     settings = {
         "eps": None if np.isnan(eps) else eps,

@@ -1,7 +1,8 @@
-"""Trajectory files: H5MD 1.1 writer and reader, and runs streamed to disk.
+"""Trajectory files: H5MD 1.1 writer and reader (pure file format).
 
-* :func:`run_to_file` runs a configuration into a file that never loses
-  data (frames flushed as the run goes; resumable; no silent overwrite).
+Runs streamed to disk (:func:`particles.runs.run_to_file`) live in
+:mod:`particles.runs`; the exceptions they raise are re-exported here.
+
 * :func:`load` reads a file back as a :class:`~particles.trajectory.Trajectory`.
 * :func:`read_summary` describes a file from its header and last frame.
 
@@ -9,6 +10,7 @@ The file layout (single systems and ensembles) is documented in
 :mod:`particles.io.h5md`.
 """
 
+from particles.errors import OutputPathError, RunFailed, RunInterrupted
 from particles.io.h5md import (
     SCHEMA_VERSION,
     RunSummary,
@@ -16,13 +18,6 @@ from particles.io.h5md import (
     TrajectoryWriter,
     load,
     read_summary,
-)
-from particles.io.run import (
-    OutputPathError,
-    RunFailed,
-    RunInterrupted,
-    check_output_path,
-    run_to_file,
 )
 
 __all__ = [
@@ -33,8 +28,6 @@ __all__ = [
     "RunSummary",
     "TrajectoryFileError",
     "TrajectoryWriter",
-    "check_output_path",
     "load",
     "read_summary",
-    "run_to_file",
 ]

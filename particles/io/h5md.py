@@ -45,6 +45,7 @@ files of a newer schema are refused rather than misread.
 from __future__ import annotations
 
 import getpass
+import json
 import math
 import platform
 import time
@@ -56,7 +57,7 @@ import numpy as np
 
 from particles.config import SimulationConfig
 from particles.errors import TrajectoryFileError
-from particles.trajectory import Frame
+from particles.trajectory import Frame, Trajectory
 
 #: version of the layout above; bumped on any incompatible change.
 SCHEMA_VERSION = 1
@@ -123,17 +124,6 @@ class RunSummary:
     final: np.ndarray
     final_observables: dict[str, float | np.ndarray]
 
-    def cluster_count(self, eps: float | None = None) -> int | np.ndarray:
-        """Clusters of the last frame (:func:`particles.analysis.count_clusters`).
-
-        Returns
-        -------
-        int, or ndarray of int64 with shape (batch,) for an ensemble
-        """
-        from particles.analysis import DEFAULT_EPS, count_clusters
-
-        return count_clusters(self.final, DEFAULT_EPS if eps is None else eps)
-
 
 # ---------------------------------------------------------------- reading
 @dataclass(frozen=True)
@@ -146,7 +136,8 @@ class _Header:
     observables: tuple[str, ...]
 
 
-def _fail(path: Path, reason: str) -> TrajectoryFileError:
+def file_error(path: Path, reason: str) -> TrajectoryFileError:
+    """A :class:`TrajectoryFileError` of one line: ``PATH: reason``."""
     return TrajectoryFileError(f"{path}: {' '.join(str(reason).split())}")
 
 
@@ -160,9 +151,9 @@ def check_schema(params: h5py.Group, path: Path) -> None:
     """
     schema = params.attrs.get("particles_schema")
     if not isinstance(schema, np.integer | int) or schema < 1:
-        raise _fail(path, f"invalid particles_schema {schema!r}")
+        raise file_error(path, f"invalid particles_schema {schema!r}")
     if schema > SCHEMA_VERSION:
-        raise _fail(
+        raise file_error(
             path,
             f"written with a newer particles (file schema {int(schema)}, this "
             f"version reads schema {SCHEMA_VERSION}); upgrade particles to read it",
@@ -175,12 +166,79 @@ def _frame_shape(config: SimulationConfig) -> tuple[int, ...]:
     return (n, d) if config.batch is None else (config.batch, n, d)
 
 
+def inspect_group(
+    f: h5py.File,
+    path: Path,
+    config: SimulationConfig,
+    group: str,
+    observables: str,
+    label: str = "",
+) -> tuple[int, tuple[str, ...]]:
+    """Check one particle group and its observables against ``config``.
+
+    Parameters
+    ----------
+    f : h5py.File
+    path : Path
+        For the messages.
+    config : SimulationConfig
+        The configuration stored for the group.
+    group : str
+        Name under ``/particles``.
+    observables : str
+        Path of the group holding its observables (``observables`` or
+        ``observables/<group>``).
+    label : str
+        How the messages name the group (empty for the only one).
+
+    Returns
+    -------
+    frames : int
+        Frames stored (the shortest of the frame datasets; may be 0).
+    names : tuple of str
+        Names of the stored observables.
+    """
+    where = f"particles/{group}/position"
+    of = f"of {label!r} " if label else ""
+    pos = f.get(where)
+    if not isinstance(pos, h5py.Group) or any(
+        not isinstance(pos.get(k), h5py.Dataset) for k in ("step", "time", "value")
+    ):
+        raise file_error(path, f"no /{where}/{{step,time,value}} datasets")
+    shape = _frame_shape(config)
+    value = pos["value"]
+    if value.shape[1:] != shape or pos["step"].ndim != 1 or pos["time"].ndim != 1:
+        raise file_error(
+            path,
+            f"positions {of}of shape {value.shape} do not match "
+            f"{'its' if label else 'the'} configuration (frames, {', '.join(map(str, shape))})",
+        )
+    lengths = [value.shape[0], pos["step"].shape[0], pos["time"].shape[0]]
+    names = []
+    obs_shape = () if config.batch is None else (config.batch,)
+    elements = f.get(observables, {})
+    if not isinstance(elements, h5py.Group | dict):
+        raise file_error(path, f"/{observables} is not a group")
+    for name, element in elements.items():
+        data = element.get("value") if isinstance(element, h5py.Group) else None
+        if not isinstance(data, h5py.Dataset) or data.shape[1:] != obs_shape:
+            shown = f"{label}/{name}" if label else repr(name)
+            raise file_error(
+                path,
+                f"observable {shown} is not a value dataset of shape "
+                f"(frames{''.join(f', {s}' for s in obs_shape)})",
+            )
+        names.append(name)
+        lengths.append(data.shape[0])
+    return min(lengths), tuple(names)
+
+
 def _inspect(f: h5py.File, path: Path) -> _Header:
     """Check that ``f`` is a trajectory this version can read; never reads frames."""
     params = f.get("parameters")
     if isinstance(params, h5py.Group) and params.attrs.get("kind") == "comparison":
         # several runs in one file (particles.io.compare): no single trajectory to read
-        raise _fail(
+        raise file_error(
             path,
             "is a model comparison file (particles compare), not one run; "
             "read it with particles.compare.load_comparison",
@@ -190,76 +248,51 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
         or not isinstance(params, h5py.Group)
         or ("particles_schema" not in params.attrs)
     ):
-        raise _fail(path, "not a particles trajectory (no /parameters attribute particles_schema)")
+        raise file_error(
+            path, "not a particles trajectory (no /parameters attribute particles_schema)"
+        )
     check_schema(params, path)
     try:
         config = SimulationConfig.from_json(params.attrs["config"])
     except KeyError:
-        raise _fail(path, "no /parameters attribute config") from None
+        raise file_error(path, "no /parameters attribute config") from None
     except (ValueError, TypeError) as exc:
-        raise _fail(path, f"stored configuration is not valid: {exc}") from None
-    pos = f.get(_POSITION)
-    if not isinstance(pos, h5py.Group) or any(
-        not isinstance(pos.get(k), h5py.Dataset) for k in ("step", "time", "value")
-    ):
-        raise _fail(path, f"no /{_POSITION}/{{step,time,value}} datasets")
-    shape = _frame_shape(config)
-    value = pos["value"]
-    if value.shape[1:] != shape or pos["step"].ndim != 1 or pos["time"].ndim != 1:
-        raise _fail(
-            path,
-            f"positions of shape {value.shape} do not match the configuration "
-            f"(frames, {', '.join(map(str, shape))})",
-        )
-    lengths = [value.shape[0], pos["step"].shape[0], pos["time"].shape[0]]
-    names = []
-    obs_shape = () if config.batch is None else (config.batch,)
-    observables = f.get("observables", {})
-    if not isinstance(observables, h5py.Group | dict):
-        raise _fail(path, "/observables is not a group")
-    for name, element in observables.items():
-        data = element.get("value") if isinstance(element, h5py.Group) else None
-        if not isinstance(data, h5py.Dataset) or data.shape[1:] != obs_shape:
-            raise _fail(
-                path,
-                f"observable {name!r} is not a value dataset of shape "
-                f"(frames{''.join(f', {s}' for s in obs_shape)})",
-            )
-        names.append(name)
-        lengths.append(data.shape[0])
-    frames = min(lengths)
+        raise file_error(path, f"stored configuration is not valid: {exc}") from None
+    frames, names = inspect_group(f, path, config, GROUP, "observables")
     if frames == 0:
-        raise _fail(path, "holds no frames")
+        raise file_error(path, "holds no frames")
     expected = len(config.output_times())
     complete = bool(params.attrs.get("complete", 0)) and frames == expected
-    return _Header(config, frames, complete, tuple(names))
+    return _Header(config, frames, complete, names)
 
 
-def _open_read(path: Path) -> tuple[h5py.File, bool]:
+def open_read(path: Path) -> tuple[h5py.File, bool]:
     """Open a trajectory read-only, with one-line errors for every failure.
 
     Returns the file and whether it is being written by another process (it
     was opened without the HDF5 lock, so a read may meet a batch half written).
     """
     if not path.exists():
-        raise _fail(path, "no such file")
+        raise file_error(path, "no such file")
     if path.is_dir():
-        raise _fail(path, "is a directory, not a trajectory file")
+        raise file_error(path, "is a directory, not a trajectory file")
     try:
         if not h5py.is_hdf5(path):
-            raise _fail(path, "not an HDF5 file (so not a particles trajectory)")
+            raise file_error(path, "not an HDF5 file (so not a particles trajectory)")
         return h5py.File(path, "r"), False
     except BlockingIOError:
         pass  # another process holds the write lock: a run in progress
     except OSError as exc:
-        raise _fail(path, f"cannot be opened, truncated or damaged HDF5 file ({exc})") from None
+        raise file_error(
+            path, f"cannot be opened, truncated or damaged HDF5 file ({exc})"
+        ) from None
     for _ in range(_RETRIES):
         try:
             return h5py.File(path, "r", locking=False), True
         except OSError as exc:  # met the writer between two of its writes
             error = exc
             time.sleep(_RETRY_DELAY)
-    raise _fail(path, f"is being written by another process and could not be read ({error})")
+    raise file_error(path, f"is being written by another process and could not be read ({error})")
 
 
 def _read(path: str | Path, reader):
@@ -270,7 +303,7 @@ def _read(path: str | Path, reader):
     """
     path = Path(path)
     for attempt in range(_RETRIES):
-        f, concurrent = _open_read(path)
+        f, concurrent = open_read(path)
         try:
             with f:
                 return reader(f, _inspect(f, path))
@@ -278,15 +311,17 @@ def _read(path: str | Path, reader):
             raise
         except (OSError, KeyError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
             if not concurrent or attempt == _RETRIES - 1:
-                raise _fail(
+                raise file_error(
                     path, f"damaged trajectory file ({type(exc).__name__}: {exc})"
                 ) from None
             time.sleep(_RETRY_DELAY)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _read_observables(f: h5py.File, names, index) -> dict[str, np.ndarray]:
-    return {name: np.asarray(f["observables"][name]["value"][index]) for name in names}
+def _read_observables(
+    f: h5py.File, names, index, group: str = "observables"
+) -> dict[str, np.ndarray]:
+    return {name: np.asarray(f[group][name]["value"][index]) for name in names}
 
 
 def load(path: str | Path):
@@ -310,8 +345,6 @@ def load(path: str | Path):
         The file is missing, not HDF5, not a ``particles`` trajectory,
         truncated or damaged, or written with a newer schema.
     """
-    from particles.trajectory import Trajectory
-
     def reader(f: h5py.File, h: _Header) -> Trajectory:
         pos = f[_POSITION]
         k = h.frames
@@ -366,7 +399,7 @@ def read_summary(path: str | Path) -> RunSummary:
 
 
 # ---------------------------------------------------------------- writing
-def _versions() -> dict[str, str]:
+def software_versions() -> dict[str, str]:
     import numba
 
     import particles
@@ -381,7 +414,7 @@ def _versions() -> dict[str, str]:
     }
 
 
-def _author() -> str:
+def author() -> str:
     try:
         return getpass.getuser()
     except Exception:  # no user name in some containers
@@ -392,7 +425,7 @@ def _chunk_frames(frame_bytes: int) -> int:
     return max(1, min(256, _CHUNK_BYTES // max(1, frame_bytes)))
 
 
-def _appendable(group: h5py.Group, name: str, shape: tuple[int, ...], dtype) -> h5py.Dataset:
+def appendable(group: h5py.Group, name: str, shape: tuple[int, ...], dtype) -> h5py.Dataset:
     """An empty dataset of shape (0, *shape), growing along the frame axis."""
     itemsize = np.dtype(dtype).itemsize
     frames = _chunk_frames(itemsize * math.prod(shape))
@@ -401,19 +434,84 @@ def _appendable(group: h5py.Group, name: str, shape: tuple[int, ...], dtype) -> 
     )
 
 
-class TrajectoryWriter:
-    """Appends frames to an open trajectory file and flushes them on a timer.
+def write_header(f: h5py.File, **attrs) -> h5py.Group:
+    """Write ``/h5md`` and ``/parameters`` (schema, software versions, ``attrs``).
 
-    Use :meth:`create` for a new file or :meth:`reopen` to continue one;
-    then :meth:`append` each frame and :meth:`close` once.
+    Shared by every file kind: a trajectory adds one particle group
+    (``tokens``), a comparison one per model (:func:`add_particle_group`).
+
+    Returns
+    -------
+    h5py.Group
+        ``/parameters``.
+    """
+    h5md = f.create_group("h5md")
+    h5md.attrs["version"] = np.array(H5MD_VERSION, dtype=np.int32)
+    h5md.create_group("author").attrs["name"] = author()
+    versions = software_versions()
+    creator = h5md.create_group("creator")
+    creator.attrs["name"] = "particles"
+    creator.attrs["version"] = versions["particles"]
+    params = f.create_group("parameters")
+    params.attrs["particles_schema"] = np.int64(SCHEMA_VERSION)
+    params.attrs.update(attrs)
+    params.create_group("versions").attrs.update(versions)
+    return params
+
+
+def add_particle_group(
+    f: h5py.File, name: str, config: SimulationConfig, observables: str
+) -> None:
+    """Create ``/particles/<name>`` (box, empty position datasets) and its observables group.
+
+    Parameters
+    ----------
+    f : h5py.File
+    name : str
+        The particle group.
+    config : SimulationConfig
+        Its configuration: positions of shape (frames, n, d), or
+        (frames, batch, n, d) for an ensemble.
+    observables : str
+        Path of the group that will hold its observables.
+    """
+    group = f.require_group("particles").create_group(name)
+    box = group.create_group("box")
+    box.attrs["dimension"] = np.int32(config.d)
+    box.attrs["boundary"] = np.array(["none"] * config.d, dtype=h5py.string_dtype())
+    pos = group.create_group("position")
+    appendable(pos, "value", _frame_shape(config), np.float64)
+    appendable(pos, "step", (), np.int64)
+    appendable(pos, "time", (), np.float64)
+    f.require_group(observables)
+
+
+def write_config(params: h5py.Group, config: SimulationConfig) -> None:
+    """Record a resolved configuration (JSON, seed as a decimal string), not complete yet."""
+    params.attrs["complete"] = np.int8(0)
+    params.attrs["config"] = config.to_json()
+    params.attrs["seed"] = str(config.seed)
+
+
+class GroupWriter:
+    """Appends the frames of one particle group and flushes them on a timer.
+
+    The one frame writer of every file kind: a trajectory file has one group
+    (:class:`TrajectoryWriter`), a comparison file one per model
+    (:meth:`ComparisonWriter.add_model`).
 
     Parameters
     ----------
     file : h5py.File
-        A writable file with the layout of this module (observables may be
-        missing until the first frame is written).
+        A writable file holding the group (:func:`add_particle_group`).
     config : SimulationConfig
-        The configuration stored in it.
+        The group's configuration.
+    group : str
+        Name under ``/particles``.
+    observables : str
+        Path of the group's observables.
+    parameters : str
+        Path of the group whose ``complete`` attribute records the run's end.
     frames : int
         Frames already stored.
     flush_interval : float
@@ -425,6 +523,9 @@ class TrajectoryWriter:
         file: h5py.File,
         config: SimulationConfig,
         *,
+        group: str = GROUP,
+        observables: str = "observables",
+        parameters: str = "parameters",
         frames: int = 0,
         flush_interval: float = FLUSH_INTERVAL,
     ) -> None:
@@ -432,96 +533,14 @@ class TrajectoryWriter:
         self.config = config
         self.frames = frames
         self.flush_interval = flush_interval
+        self._position = f"particles/{group}/position"
+        self._observables = observables
+        self._parameters = parameters
         self._buffer: list[Frame] = []
         self._buffer_bytes = 0
         self._last_flush = time.monotonic()
         self._single = config.batch is None
 
-    # ------------------------------------------------------------ opening
-    @classmethod
-    def create(
-        cls, path: str | Path, config: SimulationConfig, *, flush_interval: float = FLUSH_INTERVAL
-    ) -> TrajectoryWriter:
-        """Create a new file (which must not exist) holding no frames yet.
-
-        Parameters
-        ----------
-        path : str or Path
-            New file.
-        config : SimulationConfig
-            Resolved configuration (concrete seed).
-        flush_interval : float
-            Seconds between writes to disk.
-        """
-        if config.seed is None:
-            raise ValueError("config must be resolved (concrete seed) before it is written")
-        f = h5py.File(path, "x")
-        try:
-            h5md = f.create_group("h5md")
-            h5md.attrs["version"] = np.array(H5MD_VERSION, dtype=np.int32)
-            h5md.create_group("author").attrs["name"] = _author()
-            creator = h5md.create_group("creator")
-            versions = _versions()
-            creator.attrs["name"] = "particles"
-            creator.attrs["version"] = versions["particles"]
-            tokens = f.create_group(f"particles/{GROUP}")
-            box = tokens.create_group("box")
-            box.attrs["dimension"] = np.int32(config.d)
-            box.attrs["boundary"] = np.array(["none"] * config.d, dtype=h5py.string_dtype())
-            pos = tokens.create_group("position")
-            _appendable(pos, "value", _frame_shape(config), np.float64)
-            _appendable(pos, "step", (), np.int64)
-            _appendable(pos, "time", (), np.float64)
-            f.create_group("observables")
-            params = f.create_group("parameters")
-            params.attrs["particles_schema"] = np.int64(SCHEMA_VERSION)
-            params.attrs["complete"] = np.int8(0)
-            params.attrs["config"] = config.to_json()
-            params.attrs["seed"] = str(config.seed)
-            params.create_group("versions").attrs.update(versions)
-            f.flush()
-        except BaseException:
-            f.close()
-            raise
-        return cls(f, config, flush_interval=flush_interval)
-
-    @classmethod
-    def reopen(
-        cls, path: str | Path, *, flush_interval: float = FLUSH_INTERVAL
-    ) -> TrajectoryWriter:
-        """Open an existing trajectory to append frames to it.
-
-        Datasets longer than the shortest one (a kill in the middle of a
-        write) are cut back first, and the file is marked incomplete.
-
-        Raises
-        ------
-        TrajectoryFileError
-            As :func:`load`, or when another process has the file open.
-        """
-        path = Path(path)
-        read_summary(path)  # one-line errors for files that are no trajectories
-        try:
-            f = h5py.File(path, "r+")
-        except BlockingIOError:
-            raise _fail(
-                path, "is open for writing in another process (a run still going?)"
-            ) from None
-        except OSError as exc:
-            raise _fail(path, f"cannot be opened for writing ({exc})") from None
-        try:
-            header = _inspect(f, path)
-            for ds in _frame_datasets(f, header.observables):
-                if ds.shape[0] != header.frames:
-                    ds.resize(header.frames, axis=0)
-            f["parameters"].attrs["complete"] = np.int8(0)
-            f.flush()
-        except BaseException:
-            f.close()
-            raise
-        return cls(f, header.config, frames=header.frames, flush_interval=flush_interval)
-
-    # ------------------------------------------------------------ writing
     def append(self, frame: Frame) -> bool:
         """Buffer one frame; write the buffer to disk when it is due.
 
@@ -549,14 +568,14 @@ class TrajectoryWriter:
         if frames:
             k0, k1 = self.frames, self.frames + len(frames)
             f = self._file
-            pos = f[_POSITION]
-            obs = f["observables"]
+            pos = f[self._position]
+            obs = f[self._observables]
             names = list(frames[0].observables)
             if not len(obs):
                 shape = () if self._single else (self.config.batch,)
                 for name in names:
                     g = obs.create_group(name)
-                    _appendable(g, "value", shape, np.float64)
+                    appendable(g, "value", shape, np.float64)
                     g["step"] = pos["step"]  # hard links: sampled with the positions
                     g["time"] = pos["time"]
             elif set(obs) != set(names):
@@ -566,39 +585,349 @@ class TrajectoryWriter:
                 )
             # value first, time and step last: readers use the shortest length
             x = np.stack([fr.positions for fr in frames])
-            self._put(pos["value"], k0, k1, x[:, 0] if self._single else x)
+            _put(pos["value"], k0, k1, x[:, 0] if self._single else x)
             for name in names:
                 v = np.stack([fr.observables[name] for fr in frames])
-                self._put(obs[name]["value"], k0, k1, v[:, 0] if self._single else v)
-            self._put(pos["time"], k0, k1, np.array([fr.time for fr in frames]))
-            self._put(pos["step"], k0, k1, np.array([fr.step for fr in frames], dtype=np.int64))
+                _put(obs[name]["value"], k0, k1, v[:, 0] if self._single else v)
+            _put(pos["time"], k0, k1, np.array([fr.time for fr in frames]))
+            _put(pos["step"], k0, k1, np.array([fr.step for fr in frames], dtype=np.int64))
         self._file.flush()
         self.frames += len(frames)
         self._buffer = []
         self._buffer_bytes = 0
         self._last_flush = time.monotonic()
 
-    @staticmethod
-    def _put(ds: h5py.Dataset, k0: int, k1: int, data: np.ndarray) -> None:
-        if ds.shape[0] != k1:
-            ds.resize(k1, axis=0)
-        ds[k0:k1] = data
-
     @property
     def pending(self) -> int:
         """Frames buffered but not yet on disk."""
         return len(self._buffer)
+
+    def finish(self, *, complete: bool) -> None:
+        """Write what is buffered and record whether the group's run completed."""
+        self.flush()
+        self._file[self._parameters].attrs["complete"] = np.int8(bool(complete))
+        self._file.flush()
+
+
+def _put(ds: h5py.Dataset, k0: int, k1: int, data: np.ndarray) -> None:
+    if ds.shape[0] != k1:
+        ds.resize(k1, axis=0)
+    ds[k0:k1] = data
+
+
+class TrajectoryWriter(GroupWriter):
+    """Appends frames to an open trajectory file and flushes them on a timer.
+
+    Use :meth:`create` for a new file or :meth:`reopen` to continue one;
+    then :meth:`append` each frame and :meth:`close` once.
+
+    Parameters
+    ----------
+    file : h5py.File
+        A writable file with the layout of this module (observables may be
+        missing until the first frame is written).
+    config : SimulationConfig
+        The configuration stored in it.
+    frames : int
+        Frames already stored.
+    flush_interval : float
+        Seconds of wall time between writes to disk.
+    """
+
+    def __init__(
+        self,
+        file: h5py.File,
+        config: SimulationConfig,
+        *,
+        frames: int = 0,
+        flush_interval: float = FLUSH_INTERVAL,
+    ) -> None:
+        super().__init__(file, config, frames=frames, flush_interval=flush_interval)
+
+    # ------------------------------------------------------------ opening
+    @classmethod
+    def create(
+        cls, path: str | Path, config: SimulationConfig, *, flush_interval: float = FLUSH_INTERVAL
+    ) -> TrajectoryWriter:
+        """Create a new file (which must not exist) holding no frames yet.
+
+        Parameters
+        ----------
+        path : str or Path
+            New file.
+        config : SimulationConfig
+            Resolved configuration (concrete seed).
+        flush_interval : float
+            Seconds between writes to disk.
+        """
+        if config.seed is None:
+            raise ValueError("config must be resolved (concrete seed) before it is written")
+        f = h5py.File(path, "x")
+        try:
+            add_particle_group(f, GROUP, config, "observables")
+            write_config(write_header(f), config)
+            f.flush()
+        except BaseException:
+            f.close()
+            raise
+        return cls(f, config, flush_interval=flush_interval)
+
+    @classmethod
+    def reopen(
+        cls, path: str | Path, *, flush_interval: float = FLUSH_INTERVAL
+    ) -> TrajectoryWriter:
+        """Open an existing trajectory to append frames to it.
+
+        Datasets longer than the shortest one (a kill in the middle of a
+        write) are cut back first, and the file is marked incomplete.
+
+        Raises
+        ------
+        TrajectoryFileError
+            As :func:`load`, or when another process has the file open.
+        """
+        path = Path(path)
+        read_summary(path)  # one-line errors for files that are no trajectories
+        try:
+            f = h5py.File(path, "r+")
+        except BlockingIOError:
+            raise file_error(
+                path, "is open for writing in another process (a run still going?)"
+            ) from None
+        except OSError as exc:
+            raise file_error(path, f"cannot be opened for writing ({exc})") from None
+        try:
+            header = _inspect(f, path)
+            for ds in _frame_datasets(f, header.observables):
+                if ds.shape[0] != header.frames:
+                    ds.resize(header.frames, axis=0)
+            f["parameters"].attrs["complete"] = np.int8(0)
+            f.flush()
+        except BaseException:
+            f.close()
+            raise
+        return cls(f, header.config, frames=header.frames, flush_interval=flush_interval)
 
     def close(self, *, complete: bool) -> None:
         """Write what is buffered, record whether the run completed, close the file."""
         if not self._file:
             return
         try:
-            self.flush()
+            self.finish(complete=complete)
+        finally:
+            self._file.close()
+
+
+# ---------------------------------------------------------------- comparison files
+#: value of the ``/parameters`` attribute ``kind`` of a comparison file.
+KIND = "comparison"
+
+
+def is_comparison(f: h5py.File) -> bool:
+    """Whether an open HDF5 file is a model comparison (``/parameters`` ``kind``)."""
+    params = f.get("parameters")
+    return isinstance(params, h5py.Group) and params.attrs.get("kind") == KIND
+
+
+class ModelWriter(GroupWriter):
+    """Appends the frames of one model to its groups of a comparison file.
+
+    Made by :meth:`ComparisonWriter.add_model`; :meth:`append` each frame,
+    then :meth:`close` once (which leaves the file open).
+    """
+
+    def __init__(
+        self, file: h5py.File, config: SimulationConfig, *, flush_interval: float = FLUSH_INTERVAL
+    ) -> None:
+        m = config.model
+        super().__init__(
+            file,
+            config,
+            group=m,
+            observables=f"observables/{m}",
+            parameters=f"parameters/{m}",
+            flush_interval=flush_interval,
+        )
+        self.model = m
+
+    def close(self, *, complete: bool) -> None:
+        """Write what is buffered and record whether the model's run completed."""
+        self.finish(complete=complete)
+
+
+class ComparisonWriter:
+    """Writes a model comparison file: the trajectory header with one group per model.
+
+    Use :meth:`create`, then :meth:`add_model` per model (in order; each
+    model's writer is closed before the next starts), then :meth:`close`.
+
+    Parameters
+    ----------
+    file : h5py.File
+        A new file with the top-level groups written by :meth:`create`.
+    flush_interval : float
+        Seconds of wall time between writes to disk.
+    """
+
+    def __init__(self, file: h5py.File, *, flush_interval: float = FLUSH_INTERVAL) -> None:
+        self._file = file
+        self.flush_interval = flush_interval
+        self.models: list[str] = []
+        self._writers: list[ModelWriter] = []
+
+    @classmethod
+    def create(
+        cls,
+        path: str | Path,
+        *,
+        models: tuple[str, ...],
+        seed: int,
+        flush_interval: float = FLUSH_INTERVAL,
+    ) -> ComparisonWriter:
+        """Create a new file (which must not exist) holding no model yet.
+
+        Parameters
+        ----------
+        path : str or Path
+            New file.
+        models : tuple of str
+            The models that will be run, in order (recorded in ``/parameters``).
+        seed : int
+            The root seed shared by every model.
+        flush_interval : float
+            Seconds between writes to disk.
+        """
+        f = h5py.File(path, "x")
+        try:
+            write_header(
+                f,
+                kind=KIND,
+                models=json.dumps(list(models)),
+                seed=str(seed),
+                complete=np.int8(0),
+            )
+            f.create_group("particles")
+            f.create_group("observables")
+            f.flush()
+        except BaseException:
+            f.close()
+            raise
+        return cls(f, flush_interval=flush_interval)
+
+    def add_model(self, config: SimulationConfig) -> ModelWriter:
+        """Create the groups of one model and return the writer of its frames.
+
+        Parameters
+        ----------
+        config : SimulationConfig
+            Resolved configuration of one system (``batch=None``); its
+            ``model`` names the groups.
+        """
+        if config.seed is None or config.batch is not None:
+            raise ValueError("config must be resolved (concrete seed) and of one system")
+        m, f = config.model, self._file
+        if m in self.models:
+            raise ValueError(f"model {m!r} is already in the file")
+        add_particle_group(f, m, config, f"observables/{m}")
+        write_config(f["parameters"].create_group(m), config)
+        f.flush()
+        self.models.append(m)
+        self._writers.append(ModelWriter(f, config, flush_interval=self.flush_interval))
+        return self._writers[-1]
+
+    @property
+    def frames(self) -> int:
+        """Frames on disk, summed over the models."""
+        return sum(w.frames for w in self._writers)
+
+    def close(self, *, complete: bool) -> None:
+        """Record whether every model ran to its end, and close the file."""
+        if not self._file:
+            return
+        try:
             self._file["parameters"].attrs["complete"] = np.int8(bool(complete))
             self._file.flush()
         finally:
             self._file.close()
+
+
+def _read_model(f: h5py.File, model: str, path: Path) -> Trajectory | None:
+    """One model's groups as a Trajectory (None if it holds no frame yet), with the
+    checks of a single-run file."""
+    params = f["parameters"].get(model)
+    if not isinstance(params, h5py.Group) or "config" not in params.attrs:
+        raise file_error(path, f"no /parameters/{model} attribute config")
+    try:
+        config = SimulationConfig.from_json(params.attrs["config"])
+    except (ValueError, TypeError) as exc:
+        raise file_error(
+            path, f"stored configuration of {model!r} is not valid: {exc}"
+        ) from None
+    if config.batch is not None:
+        raise file_error(path, f"model {model!r} is an ensemble; comparisons hold one system")
+    k, names = inspect_group(f, path, config, model, f"observables/{model}", label=model)
+    if k == 0:  # stopped before its first frame reached the disk
+        return None
+    pos = f[f"particles/{model}/position"]
+    complete = bool(params.attrs.get("complete", 0)) and k == len(config.output_times())
+    return Trajectory(
+        times=np.asarray(pos["time"][:k], dtype=np.float64),
+        steps=np.asarray(pos["step"][:k], dtype=np.int64),
+        positions=np.asarray(pos["value"][:k], dtype=np.float64),
+        observables=_read_observables(f, names, slice(0, k), f"observables/{model}"),
+        config=config,
+        complete=complete,
+    )
+
+
+def load_comparison(path: str | Path) -> dict[str, Trajectory]:
+    """Read a model comparison file written by :func:`particles.compare.compare_models`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A comparison file (layout in :mod:`particles.io.compare`).
+
+    Returns
+    -------
+    dict of str to Trajectory
+        One trajectory per model in run order, ``positions`` of shape
+        (frames, n, d); a model whose run stopped early has ``complete``
+        False, and models without a frame on disk are absent.
+
+    Raises
+    ------
+    TrajectoryFileError
+        Missing, not HDF5, damaged, a newer schema, or a single-run
+        trajectory (read that with :func:`particles.load`).
+    """
+    path = Path(path)
+    f, _ = open_read(path)
+    with f:
+        if not is_comparison(f):
+            raise file_error(
+                path,
+                "is not a model comparison file (no /parameters kind = "
+                "'comparison'); read single runs with particles.load",
+            )
+        params = f["parameters"]
+        check_schema(params, path)
+        try:
+            models = json.loads(params.attrs["models"])
+        except (KeyError, TypeError, ValueError):
+            raise file_error(path, "no valid /parameters attribute models") from None
+        try:
+            read = {m: _read_model(f, m, path) for m in models if m in f["particles"]}
+        except TrajectoryFileError:
+            raise
+        except (OSError, KeyError, ValueError, TypeError, AttributeError) as exc:
+            raise file_error(
+                path, f"damaged comparison file ({type(exc).__name__}: {exc})"
+            ) from None
+    trajectories = {m: t for m, t in read.items() if t is not None}
+    if not trajectories:
+        raise file_error(path, "holds no frames")
+    return trajectories
 
 
 def _frame_datasets(f: h5py.File, observables) -> list[h5py.Dataset]:
@@ -613,10 +942,16 @@ def _frame_datasets(f: h5py.File, observables) -> list[h5py.Dataset]:
 
 __all__ = [
     "FLUSH_INTERVAL",
+    "KIND",
     "SCHEMA_VERSION",
+    "ComparisonWriter",
+    "GroupWriter",
+    "ModelWriter",
     "RunSummary",
     "TrajectoryFileError",
     "TrajectoryWriter",
+    "is_comparison",
     "load",
+    "load_comparison",
     "read_summary",
 ]

@@ -24,16 +24,17 @@ into an H5MD file (:mod:`particles.io.h5md`) with these guarantees:
 
 from __future__ import annotations
 
-import os
-import uuid
+import os  # noqa: F401  (tests patch run.os.access, which check_output_path asks)
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
+from particles.analysis import DEFAULT_EPS, count_clusters
 from particles.config import SimulationConfig
 from particles.engine import initial_positions, iter_frames
-from particles.errors import IntegrationError, OutputPathError, RunFailed, RunInterrupted
+from particles.errors import IntegrationError, ResumeMismatch, RunFailed, RunInterrupted
 from particles.io.h5md import (
     FLUSH_INTERVAL,
     RunSummary,
@@ -42,79 +43,56 @@ from particles.io.h5md import (
     read_summary,
 )
 from particles.progress import Progress
+from particles.runs.session import OutputFile, check_output_path, guard
+
+__all__ = [
+    "RunResult",
+    "check_output_path",
+    "check_resume_config",
+    "run_to_file",
+    "summarize",
+]
 
 
-def check_output_path(path: str | Path, *, overwrite: bool = False, resume: bool = False) -> Path:
-    """Check that a run may write ``path``, before any work starts.
+@dataclass(frozen=True)
+class RunResult(RunSummary):
+    """A :class:`~particles.io.RunSummary` of a session's file, with cluster counts."""
 
-    Parameters
-    ----------
-    path : str or Path
-        Target trajectory file.
-    overwrite : bool
-        Allow replacing an existing file.
-    resume : bool
-        The file must exist (it is continued in place).
+    def cluster_count(self, eps: float | None = None) -> int | np.ndarray:
+        """Clusters of the last frame (:func:`particles.analysis.count_clusters`).
 
-    Returns
-    -------
-    Path
+        Returns
+        -------
+        int, or ndarray of int64 with shape (batch,) for an ensemble
+        """
+        return count_clusters(self.final, DEFAULT_EPS if eps is None else eps)
+
+
+def summarize(path: Path) -> RunResult:
+    """:func:`~particles.io.read_summary` of ``path`` as a :class:`RunResult`."""
+    s = read_summary(path)
+    return RunResult(**{f.name: getattr(s, f.name) for f in fields(RunSummary)})
+
+
+def check_resume_config(given: SimulationConfig, stored: SimulationConfig) -> None:
+    """Refuse to resume with a configuration other than the stored one.
+
+    An unset seed in ``given`` stands for the stored seed.
 
     Raises
     ------
-    OutputPathError
-        With a one-line message saying what is wrong.
+    ResumeMismatch
+        Naming each differing field with the given and the stored value.
     """
-    path = Path(path)
-    if overwrite and resume:
-        raise OutputPathError("overwrite and resume exclude each other")
-    if path.is_dir():
-        raise OutputPathError(f"{path} is a directory; give a file name")
-    if resume:
-        if not path.exists():
-            raise OutputPathError(f"{path} does not exist; nothing to resume")
-        return path
-    parent = path.parent
-    if not parent.is_dir():
-        raise OutputPathError(f"directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputPathError(f"directory {parent} is not writable")
-    if path.exists() and not overwrite:
-        raise OutputPathError(
-            f"{path} exists; replace it with --overwrite (overwrite=True) "
-            "or continue it with --resume (resume=True)"
-        )
-    return path
-
-
-def _promote(temp: Path, target: Path, *, overwrite: bool) -> None:
-    """Give the temporary file the target's name (never clobbering without overwrite)."""
-    if overwrite:
-        os.replace(temp, target)
-        return
-    try:
-        os.link(temp, target)  # atomic: fails if the target exists
-    except FileExistsError:
-        raise OutputPathError(
-            f"{target} was created by someone else while this run started; not overwritten"
-        ) from None
-    except OSError:  # no hard links on this file system
-        if target.exists():
-            raise OutputPathError(
-                f"{target} was created by someone else while this run started; not overwritten"
-            ) from None
-        os.replace(temp, target)
-        return
-    os.unlink(temp)
-
-
-def _same_config(given: SimulationConfig, stored: SimulationConfig) -> None:
     if given.seed is None:
         given = given.replace(seed=stored.seed)
     if given != stored:
         a, b = given.to_dict(), stored.to_dict()
-        diff = ", ".join(f"{k}={a[k]!r} (file: {b[k]!r})" for k in a if a[k] != b[k])
-        raise ValueError(f"resume continues the stored configuration; given {diff}")
+        differences = {k: (a[k], b[k]) for k in a if a[k] != b[k]}
+        diff = ", ".join(f"{k}={g!r} (file: {s!r})" for k, (g, s) in differences.items())
+        raise ResumeMismatch(
+            f"resume continues the stored configuration; given {diff}", differences
+        )
 
 
 def run_to_file(
@@ -127,7 +105,7 @@ def run_to_file(
     progress: bool = False,
     flush_interval: float = FLUSH_INTERVAL,
     should_stop: Callable[[], bool] | None = None,
-) -> RunSummary:
+) -> RunResult:
     """Run a configuration and stream its frames into an H5MD trajectory file.
 
     Parameters
@@ -157,14 +135,17 @@ def run_to_file(
 
     Returns
     -------
-    RunSummary
-        What the file holds once the run completed.
+    RunResult
+        What the file holds once the run completed (a
+        :class:`~particles.io.RunSummary` with ``cluster_count``).
 
     Raises
     ------
     OutputPathError, ValueError
-        Before any work: a bad target path, a bad ``x0``, a configuration
-        that differs from the one stored for ``resume``.
+        Before any work: a bad target path, a bad ``x0``.
+    ResumeMismatch
+        (a ValueError) Before any work: a configuration that differs from
+        the one stored for ``resume``, naming each differing field.
     TrajectoryFileError
         ``resume`` of a file that is not a readable trajectory.
     RunInterrupted
@@ -177,9 +158,9 @@ def run_to_file(
     if resume:
         if x0 is not None:
             raise ValueError("x0 cannot be given with resume (the file holds the positions)")
-        state = read_summary(path)
+        state = summarize(path)
         if config is not None:
-            _same_config(config, state.config)
+            check_resume_config(config, state.config)
         if state.complete:
             return state
         config = state.config
@@ -196,7 +177,7 @@ def run_to_file(
             # adaptive step statistics continue from the last frame
             counts = np.stack([np.atleast_1d(state.final_observables[k])
                                for k in ("accepted_steps", "rejected_steps")], axis=-1)
-        temp = None
+        output = OutputFile(path, overwrite=False, in_place=True)
     else:
         if config is None:
             raise ValueError("config is required unless resume=True")
@@ -205,27 +186,20 @@ def run_to_file(
         config = config.resolved()
         X = initial_positions(config, x0)
         start, start_step, first, counts = 0, 0, 0, None
-        temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")
-        writer = TrajectoryWriter.create(temp, config, flush_interval=flush_interval)
-    promoted = temp is None
+        output = OutputFile(path, overwrite=overwrite)
+        writer = TrajectoryWriter.create(output.writing, config, flush_interval=flush_interval)
 
-    def close_incomplete() -> Path | None:
-        """Close after a failure; return the file holding the kept frames, if any."""
-        try:
-            writer.close(complete=False)
-        except BaseException:
-            if not promoted:
-                temp.unlink(missing_ok=True)
-            raise
-        if promoted:
-            return path
-        if writer.frames and not path.exists():
-            _promote(temp, path, overwrite=False)
-            return path
-        temp.unlink(missing_ok=True)  # an old file stays as it was
-        return None
+    def close() -> int:
+        writer.close(complete=False)
+        return writer.frames
 
-    try:
+    def interrupted(kept: Path | None) -> RunInterrupted:
+        return RunInterrupted(path, summarize(kept) if kept else None)
+
+    def failed(exc: IntegrationError, kept: Path | None) -> RunFailed:
+        return RunFailed(str(exc), path, summarize(kept) if kept else None)
+
+    with guard(output, close, interrupted=interrupted, failed=failed):
         with Progress(config.T, enabled=progress) as bar:
             for frame in iter_frames(
                 config, X, start=start, start_step=start_step, step_counts=counts,
@@ -233,21 +207,10 @@ def run_to_file(
             ):
                 if frame.index < first:  # resuming from frame 0 yields it again
                     continue
-                if writer.append(frame) and not promoted and writer.frames > 1:
-                    _promote(temp, path, overwrite=overwrite)
-                    promoted = True
+                if writer.append(frame) and writer.frames > 1:
+                    output.promote()  # the first integrated frame is on disk
                 if should_stop is not None and should_stop():
                     raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        kept = close_incomplete()
-        raise RunInterrupted(path, read_summary(kept) if kept else None) from None
-    except IntegrationError as exc:
-        kept = close_incomplete()
-        raise RunFailed(str(exc), path, read_summary(kept) if kept else None) from exc
-    except BaseException:
-        close_incomplete()
-        raise
     writer.close(complete=True)
-    if not promoted:
-        _promote(temp, path, overwrite=overwrite)
-    return read_summary(path)
+    output.finish()
+    return summarize(path)

@@ -1,0 +1,15 @@
+"""Sessions: runs that drive the engine and the file writer.
+
+* :func:`run_to_file` (:mod:`particles.runs.run`) streams one configuration
+  into a trajectory file;
+* :func:`compare_models` (:mod:`particles.runs.compare`) runs several models
+  from one initial condition into one comparison file;
+* :func:`compare_kernels` (:mod:`particles.runs.kernels`) runs several
+  attention kernels from one initial condition.
+"""
+
+from particles.runs.compare import compare_models
+from particles.runs.kernels import compare_kernels
+from particles.runs.run import check_output_path, run_to_file
+
+__all__ = ["check_output_path", "compare_kernels", "compare_models", "run_to_file"]
