@@ -59,6 +59,7 @@ from particles.analysis.merges import (
 from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL, Scalars
 from particles.analysis.tracking import MergeEvent, SplitEvent
 from particles.io.analysis import ANALYSIS_GROUP, read_analysis_group, write_analysis_group
+from particles.version import __version__
 
 #: version of the /analysis layout above.
 FORMAT_VERSION = 1
@@ -343,7 +344,6 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
         An existing HDF5 file, opened for appending.
     result : AnalysisResult
     """
-    from particles import __version__
 
     s, info = result.settings, result.info
     attrs: dict[str, Any] = {

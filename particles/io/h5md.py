@@ -58,6 +58,7 @@ import numpy as np
 from particles.config import SimulationConfig
 from particles.errors import TrajectoryFileError
 from particles.trajectory import Frame, Trajectory
+from particles.version import __version__
 
 #: version of the layout above; bumped on any incompatible change.
 SCHEMA_VERSION = 1
@@ -402,10 +403,8 @@ def read_summary(path: str | Path) -> RunSummary:
 def software_versions() -> dict[str, str]:
     import numba
 
-    import particles
-
     return {
-        "particles": particles.__version__,
+        "particles": __version__,
         "numpy": np.__version__,
         "numba": numba.__version__,
         "h5py": h5py.__version__,
