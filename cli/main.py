@@ -98,8 +98,8 @@ class LazyGroup(click.Group):
         # the stored one-line help, so listing the commands imports none of them
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, click.utils.make_default_short_help(self.commands.short_help(name),
-                                                           limit)) for name in names]
+        rows = [(name, click.Command(name, help=self.commands.short_help(name))
+                 .get_short_help_str(limit)) for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
