@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,13 +43,32 @@ OMEGA_DISTRIBUTIONS: dict[str, str] = {
     "uniform": "uniform on [C - W, C + W]",
 }
 
-#: kernel -> the name of its parameter (DESIGN.md section 1).
-KERNEL_PARAMETERS: dict[str, str] = {
-    "edp": "beta", "rbf": "tau", "l2": "tau", "intersection": "beta", "quadratic": "gamma",
-}
 
-#: above this exponent e^x overflows float64.
-_MAX_EXP = 700.0
+class _KernelParameters(Mapping):
+    """kernel -> the name of its parameter, a live view of the kernel registry."""
+
+    def __getitem__(self, name: str) -> str:
+        from particles.fields import KERNELS
+
+        return KERNELS[name].parameter
+
+    def __iter__(self):
+        from particles.fields import KERNELS
+
+        return iter(KERNELS)
+
+    def __len__(self) -> int:
+        from particles.fields import KERNELS
+
+        return len(KERNELS)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+#: kernel -> the name of its parameter (DESIGN.md section 1), from
+#: :data:`particles.fields.KERNELS`.
+KERNEL_PARAMETERS: Mapping[str, str] = _KernelParameters()
 
 
 def _fail(name: str, allowed: str, got: Any) -> None:
@@ -385,7 +405,7 @@ class SimulationConfig:
     weight_draws: str = "shared"
 
     def __post_init__(self) -> None:
-        from particles.fields import KERNELS, MODELS
+        from particles.fields import KERNELS, MODELS, check_usa_range
         from particles.integrators import INTEGRATORS
 
         set_ = object.__setattr__
@@ -436,40 +456,31 @@ class SimulationConfig:
         set_(self, "atol", _check_float("atol", self.atol, minimum=0.0, strict=True))
         set_(self, "max_steps", _check_int("max_steps", self.max_steps, 1))
         self._check_attention()
-        if self.model == "usa" and self.weights == "given":
-            # USA weights are kappa(q, k) / n; their largest value must be finite
-            from particles.fields import usa_log_bound
-
-            reach = usa_log_bound(self, self.matrix("Q"), self.matrix("K"))
-            if reach > _MAX_EXP:
-                hint = ("use usa_scale='n_exp_beta'" if self.usa_scale == "n"
-                        else "scale Q or K down")
-                if self.kernel != "edp":
-                    hint = f"lower {KERNEL_PARAMETERS[self.kernel]} or scale Q or K down"
-                _fail("beta", f"small enough that USA weights exp(beta*||Q^T K|| - c) stay "
-                      f"finite (beta*||Q^T K|| - c = {reach:.4g} > {_MAX_EXP:g}); {hint}",
-                      self.beta)
+        if self.weights == "given":
+            # USA weights are kappa(q, k) e^-c / n: their largest value must be
+            # finite (one rule for given and drawn weights, on the kernels)
+            check_usa_range(self, self.matrix("Q"), self.matrix("K"))
         self._check_kuramoto()
 
     def _check_attention(self) -> None:
         """Validate kernels, weight ensembles, heads, normalisation and layers."""
-        from particles.fields import NORMALIZATIONS
+        from particles.fields import KERNELS, NORMALIZATIONS, USA_SCALES
         from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS, is_random
 
         set_ = object.__setattr__
         set_(self, "tau", _check_float("tau", self.tau, minimum=0.0))
         set_(self, "gamma", check_coupling_like("gamma", self.gamma))
-        param = KERNEL_PARAMETERS[self.kernel]
+        kernel = KERNELS[self.kernel]
         # a parameter the kernel does not use would silently run another model
-        if self.tau != 1.0 and param != "tau":
-            _fail("tau", f"1.0 (the default) unless kernel is 'rbf' or 'l2' "
-                  f"(kernel={self.kernel!r})", self.tau)
-        if self.gamma != 1.0 and param != "gamma":
-            _fail("gamma", f"1.0 (the default) unless kernel='quadratic' "
-                  f"(kernel={self.kernel!r})", self.gamma)
-        if self.kernel != "edp" and self.usa_scale != "n":
+        for name in ("tau", "gamma"):
+            if getattr(self, name) != 1.0 and kernel.parameter != name:
+                users = [repr(k) for k, v in KERNELS.items() if v.parameter == name]
+                _fail(name, f"1.0 (the default) unless kernel is {' or '.join(users)} "
+                      f"(kernel={self.kernel!r})", getattr(self, name))
+        if USA_SCALES[self.usa_scale].time_change and not kernel.time_change:
+            owners = " or ".join(repr(k) for k, v in KERNELS.items() if v.time_change)
             _fail("usa_scale", f"'n' for kernel={self.kernel!r} (the e^-beta time change "
-                  "belongs to the edp kernel)", self.usa_scale)
+                  f"belongs to the {owners} kernel)", self.usa_scale)
         _check_choice("weights", self.weights, tuple(QK_WEIGHTS))
         _check_choice("value_weights", self.value_weights, tuple(V_WEIGHTS))
         if self.weights != "given" and (self.Q != "identity" or self.K != "identity"):
@@ -483,13 +494,7 @@ class SimulationConfig:
         set_(self, "sinkhorn_iters", _check_int("sinkhorn_iters", self.sinkhorn_iters, 1))
         set_(self, "sinkhorn_tol", _check_float("sinkhorn_tol", self.sinkhorn_tol,
                                                 minimum=0.0, strict=True))
-        if self.normalization == "sinkhorn":
-            if self.model != "sa":
-                _fail("normalization", "'softmax' unless model='sa'", self.normalization)
-            if self.kernel != "edp":
-                _fail("normalization", "'softmax' unless kernel='edp'", self.normalization)
-            if self.masses is not None:
-                _fail("masses", "None with normalization='sinkhorn'", "given masses")
+        NORMALIZATIONS[self.normalization].check(self)
         if self.layer_time is not None:
             set_(self, "layer_time", _check_float("layer_time", self.layer_time,
                                                   minimum=0.0, strict=True))
