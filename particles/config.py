@@ -17,6 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from particles.fields import KERNELS, MODELS, NORMALIZATIONS, check_usa_range
+from particles.fields import USA_SCALES as _USA_SCALES
+from particles.fields.frequencies import (  # noqa: F401 (re-exported)
+    OMEGA_DISTRIBUTIONS,
+    freeze_omega,
+    parse_omega,
+)
+from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS, is_random
+from particles.integrators import INTEGRATORS
 from particles.seeds import fresh_seed
 
 #: initial conditions that need no file; ``cap`` and ``vmf`` take ``:PARAM``.
@@ -32,34 +41,20 @@ INITS: dict[str, str] = {
 #: named matrices accepted for Q, K, V.
 NAMED_MATRICES = ("identity", "minus_identity")
 
-USA_SCALES = ("n", "n_exp_beta")
-
-#: named natural-frequency distributions of ``model="kuramoto"`` (``omega="NAME:WIDTH"``
-#: or ``"NAME:WIDTH:CENTER"``); WIDTH is the half-width at half maximum, the
-#: standard deviation and the half-width of the support respectively.
-OMEGA_DISTRIBUTIONS: dict[str, str] = {
-    "lorentzian": "Cauchy, density (W/pi) / ((w - C)^2 + W^2)",
-    "gaussian": "normal with mean C and standard deviation W",
-    "uniform": "uniform on [C - W, C + W]",
-}
+#: USA normalisations, keys of :data:`particles.fields.USA_SCALES`.
+USA_SCALES = tuple(_USA_SCALES)
 
 
 class _KernelParameters(Mapping):
     """kernel -> the name of its parameter, a live view of the kernel registry."""
 
     def __getitem__(self, name: str) -> str:
-        from particles.fields import KERNELS
-
         return KERNELS[name].parameter
 
     def __iter__(self):
-        from particles.fields import KERNELS
-
         return iter(KERNELS)
 
     def __len__(self) -> int:
-        from particles.fields import KERNELS
-
         return len(KERNELS)
 
     def __repr__(self) -> str:
@@ -160,40 +155,6 @@ def parse_init(init: str) -> tuple[str, float | None]:
     return name, None
 
 
-def parse_omega(spec: str) -> tuple[str, float, float]:
-    """Split ``"lorentzian:0.5"`` into ``("lorentzian", 0.5, 0.0)``.
-
-    Parameters
-    ----------
-    spec : str
-        ``"NAME:WIDTH"`` or ``"NAME:WIDTH:CENTER"`` with NAME a key of
-        :data:`OMEGA_DISTRIBUTIONS`, WIDTH >= 0 and CENTER finite.
-
-    Returns
-    -------
-    name : str
-    width, center : float
-    """
-    allowed = ("'NAME:WIDTH' or 'NAME:WIDTH:CENTER' with NAME one of "
-               + ", ".join(OMEGA_DISTRIBUTIONS) + ", WIDTH >= 0 and CENTER finite, "
-               "or a sequence of n numbers")
-    if not isinstance(spec, str):
-        _fail("omega", allowed, spec)
-    parts = spec.split(":")
-    if parts[0] not in OMEGA_DISTRIBUTIONS or len(parts) not in (2, 3):
-        _fail("omega", allowed, spec)
-    try:
-        width = float(parts[1])
-        center = float(parts[2]) if len(parts) == 3 else 0.0
-    except ValueError:
-        _fail("omega", allowed, spec)
-    if not (math.isfinite(width) and width >= 0):
-        _fail("omega", f"a distribution with a finite width >= 0 ({allowed})", spec)
-    if not math.isfinite(center):
-        _fail("omega", f"a distribution with a finite center ({allowed})", spec)
-    return parts[0], width, center
-
-
 def check_coupling(value: Any) -> float:
     """``value`` as a float coupling strength (any finite number); ValueError otherwise."""
     try:
@@ -214,39 +175,6 @@ def check_coupling_like(name: str, value: Any) -> float:
     if isinstance(value, bool) or not math.isfinite(c):
         _fail(name, "a finite number", value)
     return c
-
-
-def freeze_omega(value: Any, n: int) -> str | tuple[float, ...] | None:
-    """Validate natural frequencies: None, a distribution spec, or ``n`` finite numbers.
-
-    Parameters
-    ----------
-    value : None, str or array_like, shape (n,)
-        The ``omega`` argument.
-    n : int
-        Number of oscillators.
-
-    Returns
-    -------
-    None, str or tuple of float
-        The spec string unchanged (after :func:`parse_omega` checked it) or
-        the numbers as a tuple (hashable, JSON-friendly).
-    """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        parse_omega(value)
-        return value
-    try:
-        w = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        w = None
-    if w is None or w.shape != (n,) or not np.all(np.isfinite(w)):
-        # describe arrays by shape: the message must stay readable for n = 1e5
-        got = value if w is None or w.size <= 8 else f"an array of shape {w.shape}"
-        _fail("omega", f"{n} finite numbers (one per oscillator) or a distribution "
-              "'NAME:WIDTH[:CENTER]' with NAME one of " + ", ".join(OMEGA_DISTRIBUTIONS), got)
-    return tuple(float(x) for x in w)
 
 
 _SAVE_TIMES_HELP = ("a sequence of times, 't1,t2,...', 'log:START:STOP:NUM' (log-spaced, "
@@ -405,9 +333,6 @@ class SimulationConfig:
     weight_draws: str = "shared"
 
     def __post_init__(self) -> None:
-        from particles.fields import KERNELS, MODELS, check_usa_range
-        from particles.integrators import INTEGRATORS
-
         set_ = object.__setattr__
         set_(self, "n", _check_int("n", self.n, 1))
         set_(self, "d", _check_int("d", self.d, 2))
@@ -464,9 +389,6 @@ class SimulationConfig:
 
     def _check_attention(self) -> None:
         """Validate kernels, weight ensembles, heads, normalisation and layers."""
-        from particles.fields import KERNELS, NORMALIZATIONS, USA_SCALES
-        from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS, is_random
-
         set_ = object.__setattr__
         set_(self, "tau", _check_float("tau", self.tau, minimum=0.0))
         set_(self, "gamma", check_coupling_like("gamma", self.gamma))
@@ -477,7 +399,7 @@ class SimulationConfig:
                 users = [repr(k) for k, v in KERNELS.items() if v.parameter == name]
                 _fail(name, f"1.0 (the default) unless kernel is {' or '.join(users)} "
                       f"(kernel={self.kernel!r})", getattr(self, name))
-        if USA_SCALES[self.usa_scale].time_change and not kernel.time_change:
+        if _USA_SCALES[self.usa_scale].time_change and not kernel.time_change:
             owners = " or ".join(repr(k) for k, v in KERNELS.items() if v.time_change)
             _fail("usa_scale", f"'n' for kernel={self.kernel!r} (the e^-beta time change "
                   f"belongs to the {owners} kernel)", self.usa_scale)
