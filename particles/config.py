@@ -381,10 +381,11 @@ class SimulationConfig:
         set_(self, "atol", _check_float("atol", self.atol, minimum=0.0, strict=True))
         set_(self, "max_steps", _check_int("max_steps", self.max_steps, 1))
         self._check_attention()
-        if self.weights == "given":
+        qk = QK_WEIGHTS.get(self.weights)
+        if qk is not None and not qk.random:
             # USA weights are kappa(q, k) e^-c / n: their largest value must be
-            # finite (one rule for given and drawn weights, on the kernels)
-            check_usa_range(self, self.matrix("Q"), self.matrix("K"))
+            # finite (one rule for fixed and drawn weights, on the kernels)
+            check_usa_range(self, *qk.draw(None, self.d, self.matrix("Q"), self.matrix("K")))
         self._check_kuramoto()
 
     def _check_attention(self) -> None:
@@ -405,10 +406,11 @@ class SimulationConfig:
                   f"belongs to the {owners} kernel)", self.usa_scale)
         _check_choice("weights", self.weights, tuple(QK_WEIGHTS))
         _check_choice("value_weights", self.value_weights, tuple(V_WEIGHTS))
-        if self.weights != "given" and (self.Q != "identity" or self.K != "identity"):
+        if not QK_WEIGHTS[self.weights].uses_given and (self.Q != "identity"
+                                                         or self.K != "identity"):
             _fail("weights", "'given' when Q or K is set (a random ensemble replaces them)",
                   self.weights)
-        if self.value_weights != "given" and self.V != "identity":
+        if not V_WEIGHTS[self.value_weights].uses_given and self.V != "identity":
             _fail("value_weights", "'given' when V is set (a random ensemble replaces it)",
                   self.value_weights)
         set_(self, "heads", _check_int("heads", self.heads, 1))
