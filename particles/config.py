@@ -27,16 +27,10 @@ from particles.fields.frequencies import (  # noqa: F401 (re-exported)
 from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS, is_random
 from particles.integrators import INTEGRATORS
 from particles.seeds import fresh_seed
+from particles.sphere import INITIAL_CONDITIONS
 
-#: initial conditions that need no file; ``cap`` and ``vmf`` take ``:PARAM``.
-INITS: dict[str, str] = {
-    "uniform": "i.i.d. uniform on the sphere",
-    "orthogonal": "Haar-random orthonormal tokens (n <= d)",
-    "equispaced": "equispaced on the circle (d = 2)",
-    "cap": "uniform on a spherical cap of geodesic radius EPS (cap:EPS)",
-    "vmf": "von Mises-Fisher around e_1 with concentration KAPPA (vmf:KAPPA)",
-    "array": "given positions x0",
-}
+#: initial conditions, name -> description (:data:`particles.sphere.INITIAL_CONDITIONS`).
+INITS: dict[str, str] = {k: c.description for k, c in INITIAL_CONDITIONS.items()}
 
 #: named matrices accepted for Q, K, V.
 NAMED_MATRICES = ("identity", "minus_identity")
@@ -132,23 +126,28 @@ def check_names(field: str, value: Any, registry) -> tuple[str, ...]:
 
 
 def parse_init(init: str) -> tuple[str, float | None]:
-    """Split ``"cap:0.3"`` into ``("cap", 0.3)``; ``"uniform"`` into ``("uniform", None)``."""
+    """Split ``"cap:0.3"`` into ``("cap", 0.3)``; ``"uniform"`` into ``("uniform", None)``.
+
+    Names, parameters and their rules come from
+    :data:`particles.sphere.INITIAL_CONDITIONS`.
+    """
     if not isinstance(init, str):
-        _fail("init", "one of " + ", ".join(INITS), init)
+        _fail("init", "one of " + ", ".join(INITIAL_CONDITIONS), init)
     name, _, arg = init.partition(":")
-    if name not in INITS:
-        _fail("init", "one of " + ", ".join(INITS) + " (cap:EPS, vmf:KAPPA)", init)
-    if name in ("cap", "vmf"):
+    if name not in INITIAL_CONDITIONS:
+        forms = ", ".join(f"{k}:{c.parameter}" for k, c in INITIAL_CONDITIONS.items()
+                          if c.parameter)
+        _fail("init", "one of " + ", ".join(INITIAL_CONDITIONS) + f" ({forms})", init)
+    entry = INITIAL_CONDITIONS[name]
+    if entry.parameter is not None:
         if not arg:
             _fail("init", f"'{name}:VALUE' with a number", init)
         try:
             value = float(arg)
         except ValueError:
             _fail("init", f"'{name}:VALUE' with a number", init)
-        if name == "cap" and not 0 < value <= math.pi:
-            _fail("init", "'cap:EPS' with 0 < EPS <= pi", init)
-        if name == "vmf" and not (math.isfinite(value) and value >= 0):
-            _fail("init", "'vmf:KAPPA' with KAPPA >= 0", init)
+        if entry.accepts is not None and not entry.accepts(value):
+            _fail("init", f"'{name}:{entry.parameter}' with {entry.allowed}", init)
         return name, value
     if arg:
         _fail("init", f"'{name}' without a parameter", init)
@@ -364,12 +363,7 @@ class SimulationConfig:
         if self.seed is not None:
             set_(self, "seed", _check_int("seed", self.seed, 0))
         name, _ = parse_init(self.init)
-        if name == "orthogonal" and self.n > self.d:
-            raise ValueError(f"init must not be 'orthogonal' when n > d: orthonormal tokens "
-                             f"need n <= d, got n={self.n}, d={self.d}")
-        if name == "equispaced" and self.d != 2:
-            raise ValueError(f"init must not be 'equispaced' when d != 2: equispaced tokens "
-                             f"lie on the circle, got d={self.d}")
+        INITIAL_CONDITIONS[name].check(self.n, self.d)
         for m in ("Q", "K", "V"):
             set_(self, m, _freeze_matrix(m, getattr(self, m), self.d))
         if self.masses is not None:
