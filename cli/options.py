@@ -26,6 +26,7 @@ from particles.config import (
 from particles.fields import KERNELS, MODELS, NORMALIZATIONS
 from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS
 from particles.integrators import INTEGRATORS
+from particles.observables import OBSERVERS, PAIRWISE_DEFAULT_MAX_N
 from particles.sphere import INITIAL_CONDITIONS
 
 #: configuration fields that every run needs (no default in SimulationConfig).
@@ -306,6 +307,16 @@ CONFIG_OPTIONS: list[tuple[str, Callable]] = [
             "--weight-draws", "weight_draws", type=_choice(WEIGHT_DRAWS),
             help="Random weights of a batch: "
             + "; ".join(f"{k} ({v})" for k, v in WEIGHT_DRAWS.items()) + ".",
+        ),
+    ),
+    (
+        "observables",
+        click.option(
+            "--observables", "observables", metavar="NAME[,NAME...]",
+            help="Observers recorded at every frame: "
+            + "; ".join(f"{k} ({o.cost}: {o.description})" for k, o in OBSERVERS.items())
+            + f". Default: pairwise up to n = {PAIRWISE_DEFAULT_MAX_N} (or on the circle at "
+            "beta = 0), order beyond.",
         ),
     ),
 ]

@@ -26,6 +26,7 @@ from particles.fields.frequencies import (  # noqa: F401 (re-exported)
 )
 from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS, is_random
 from particles.integrators import INTEGRATORS
+from particles.observables import OBSERVERS, default_observers
 from particles.seeds import fresh_seed
 from particles.sphere import INITIAL_CONDITIONS
 
@@ -295,6 +296,12 @@ class SimulationConfig:
         Whether the systems of a batch share each layer's random weights (and
         Kuramoto's drawn frequencies) or draw their own (see
         :mod:`particles.fields.weights`).
+    observables : tuple of str or str, optional
+        Observers recorded at every frame, keys of
+        :data:`particles.observables.OBSERVERS` (a sequence or ``"a,b"``).
+        None picks :func:`particles.observables.default_observers` (the
+        pairwise set up to ``PAIRWISE_DEFAULT_MAX_N`` tokens, the O(n)
+        ``order`` set beyond); the resolved names are recorded.
     """
 
     n: int
@@ -330,6 +337,7 @@ class SimulationConfig:
     sinkhorn_tol: float = 1e-9
     layer_time: float | None = None
     weight_draws: str = "shared"
+    observables: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -381,6 +389,10 @@ class SimulationConfig:
             # finite (one rule for fixed and drawn weights, on the kernels)
             check_usa_range(self, *qk.draw(None, self.d, self.matrix("Q"), self.matrix("K")))
         self._check_kuramoto()
+        if self.observables is None:
+            set_(self, "observables", default_observers(self.n, self.d, self.beta))
+        else:
+            set_(self, "observables", check_names("observables", self.observables, OBSERVERS))
 
     def _check_attention(self) -> None:
         """Validate kernels, weight ensembles, heads, normalisation and layers."""
@@ -513,6 +525,7 @@ class SimulationConfig:
                 out[key] = list(out[key])
         if isinstance(out["omega"], tuple):
             out["omega"] = list(out["omega"])
+        out["observables"] = list(out["observables"])
         return out
 
     def to_json(self) -> str:
@@ -529,6 +542,9 @@ class SimulationConfig:
                 f"unknown configuration key(s) {', '.join(map(repr, unknown))}; "
                 f"allowed: {', '.join(sorted(names))}"
             )
+        if "observables" not in data:
+            # written before observers were chosen per run: they all hold the pairwise set
+            data = {**data, "observables": ("pairwise",)}
         return cls(**data)
 
     @classmethod
