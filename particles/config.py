@@ -17,18 +17,25 @@ from typing import Any
 
 import numpy as np
 
-from particles.fields import KERNELS, MODELS, NORMALIZATIONS, check_usa_range
-from particles.fields import USA_SCALES as _USA_SCALES
-from particles.fields.frequencies import (  # noqa: F401 (re-exported)
-    OMEGA_DISTRIBUTIONS,
-    freeze_omega,
-    parse_omega,
-)
-from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS, is_random
-from particles.integrators import INTEGRATORS
-from particles.observables import OBSERVERS, default_observers
 from particles.seeds import fresh_seed
 from particles.sphere import INITIAL_CONDITIONS
+
+# The registries of particles.fields, integrators and observables (layer 2)
+# are imported where they are used: importing this module (and so the file
+# layer) loads no compiled code; validating a configuration does.
+
+
+def __getattr__(name: str) -> Any:
+    """Names re-exported from the registries, loaded on first use."""
+    if name == "USA_SCALES":
+        from particles.fields import USA_SCALES
+
+        return tuple(USA_SCALES)
+    if name in ("OMEGA_DISTRIBUTIONS", "parse_omega", "freeze_omega"):
+        from particles.fields import frequencies
+
+        return getattr(frequencies, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: initial conditions, name -> description (:data:`particles.sphere.INITIAL_CONDITIONS`).
 INITS: dict[str, str] = {k: c.description for k, c in INITIAL_CONDITIONS.items()}
@@ -36,20 +43,27 @@ INITS: dict[str, str] = {k: c.description for k, c in INITIAL_CONDITIONS.items()
 #: named matrices accepted for Q, K, V.
 NAMED_MATRICES = ("identity", "minus_identity")
 
-#: USA normalisations, keys of :data:`particles.fields.USA_SCALES`.
-USA_SCALES = tuple(_USA_SCALES)
+#: (lazy, see ``__getattr__``) ``USA_SCALES``: the USA normalisations, keys of
+#: :data:`particles.fields.USA_SCALES`; ``OMEGA_DISTRIBUTIONS``, ``parse_omega``,
+#: ``freeze_omega``: from :mod:`particles.fields.frequencies`.
 
 
 class _KernelParameters(Mapping):
     """kernel -> the name of its parameter, a live view of the kernel registry."""
 
     def __getitem__(self, name: str) -> str:
+        from particles.fields import KERNELS
+
         return KERNELS[name].parameter
 
     def __iter__(self):
+        from particles.fields import KERNELS
+
         return iter(KERNELS)
 
     def __len__(self) -> int:
+        from particles.fields import KERNELS
+
         return len(KERNELS)
 
     def __repr__(self) -> str:
@@ -340,6 +354,12 @@ class SimulationConfig:
     observables: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        from particles.fields import KERNELS, MODELS, check_usa_range
+        from particles.fields import USA_SCALES as USA
+        from particles.fields.weights import QK_WEIGHTS
+        from particles.integrators import INTEGRATORS
+        from particles.observables import OBSERVERS, default_observers
+
         set_ = object.__setattr__
         set_(self, "n", _check_int("n", self.n, 1))
         set_(self, "d", _check_int("d", self.d, 2))
@@ -348,7 +368,7 @@ class SimulationConfig:
             _fail("beta", "a finite number in [0, 1e4]", self.beta)
         _check_choice("model", self.model, tuple(MODELS))
         _check_choice("kernel", self.kernel, tuple(KERNELS))
-        _check_choice("usa_scale", self.usa_scale, USA_SCALES)
+        _check_choice("usa_scale", self.usa_scale, tuple(USA))
         _check_choice("integrator", self.integrator, tuple(INTEGRATORS))
         set_(self, "dt", _check_float("dt", self.dt, minimum=0.0, strict=True))
         set_(self, "T", _check_float("T", self.T, minimum=0.0))
@@ -396,6 +416,9 @@ class SimulationConfig:
 
     def _check_attention(self) -> None:
         """Validate kernels, weight ensembles, heads, normalisation and layers."""
+        from particles.fields import KERNELS, NORMALIZATIONS, USA_SCALES
+        from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS, is_random
+
         set_ = object.__setattr__
         set_(self, "tau", _check_float("tau", self.tau, minimum=0.0))
         set_(self, "gamma", check_coupling_like("gamma", self.gamma))
@@ -406,7 +429,7 @@ class SimulationConfig:
                 users = [repr(k) for k, v in KERNELS.items() if v.parameter == name]
                 _fail(name, f"1.0 (the default) unless kernel is {' or '.join(users)} "
                       f"(kernel={self.kernel!r})", getattr(self, name))
-        if _USA_SCALES[self.usa_scale].time_change and not kernel.time_change:
+        if USA_SCALES[self.usa_scale].time_change and not kernel.time_change:
             owners = " or ".join(repr(k) for k, v in KERNELS.items() if v.time_change)
             _fail("usa_scale", f"'n' for kernel={self.kernel!r} (the e^-beta time change "
                   f"belongs to the {owners} kernel)", self.usa_scale)
@@ -447,6 +470,8 @@ class SimulationConfig:
 
     def _check_kuramoto(self) -> None:
         """Validate ``coupling`` and ``omega``, which only ``model="kuramoto"`` uses."""
+        from particles.fields.frequencies import freeze_omega
+
         object.__setattr__(self, "coupling", check_coupling(self.coupling))
         object.__setattr__(self, "omega", freeze_omega(self.omega, self.n))
         if self.model != "kuramoto":
