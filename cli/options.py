@@ -17,7 +17,6 @@ import click
 import numpy as np
 
 from particles.config import (
-    INITS,
     NAMED_MATRICES,
     OMEGA_DISTRIBUTIONS,
     USA_SCALES,
@@ -27,6 +26,8 @@ from particles.config import (
 from particles.fields import KERNELS, MODELS, NORMALIZATIONS
 from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS
 from particles.integrators import INTEGRATORS
+from particles.observables import OBSERVERS, PAIRWISE_DEFAULT_MAX_N
+from particles.sphere import INITIAL_CONDITIONS
 
 #: configuration fields that every run needs (no default in SimulationConfig).
 REQUIRED = ("n", "d", "beta")
@@ -35,7 +36,7 @@ REQUIRED = ("n", "d", "beta")
 CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(SimulationConfig))
 
 #: initial conditions given by name (``array`` is given as PATH.npy instead).
-NAMED_INITS = tuple(name for name in INITS if name != "array")
+NAMED_INITS = tuple(name for name, c in INITIAL_CONDITIONS.items() if c.sample is not None)
 
 
 def option_name(field: str) -> str:
@@ -135,8 +136,11 @@ def _choice(registry) -> click.Choice:
 
 
 def _init_help() -> str:
-    params = {"cap": ":EPS", "vmf": ":KAPPA"}
-    names = " | ".join(k + params.get(k, "") for k in NAMED_INITS)
+    def form(name: str) -> str:
+        param = INITIAL_CONDITIONS[name].parameter
+        return f"{name}:{param}" if param else name
+
+    names = " | ".join(form(k) for k in NAMED_INITS)
     return f"Initial condition: {names} | PATH.npy of shape (n, d) or (batch, n, d)."
 
 
@@ -303,6 +307,16 @@ CONFIG_OPTIONS: list[tuple[str, Callable]] = [
             "--weight-draws", "weight_draws", type=_choice(WEIGHT_DRAWS),
             help="Random weights of a batch: "
             + "; ".join(f"{k} ({v})" for k, v in WEIGHT_DRAWS.items()) + ".",
+        ),
+    ),
+    (
+        "observables",
+        click.option(
+            "--observables", "observables", metavar="NAME[,NAME...]",
+            help="Observers recorded at every frame: "
+            + "; ".join(f"{k} ({o.cost}: {o.description})" for k, o in OBSERVERS.items())
+            + f". Default: pairwise up to n = {PAIRWISE_DEFAULT_MAX_N} (or on the circle at "
+            "beta = 0), order beyond.",
         ),
     ),
 ]

@@ -11,44 +11,68 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from particles.seeds import fresh_seed
+from particles.sphere import INITIAL_CONDITIONS
 
-#: initial conditions that need no file; ``cap`` and ``vmf`` take ``:PARAM``.
-INITS: dict[str, str] = {
-    "uniform": "i.i.d. uniform on the sphere",
-    "orthogonal": "Haar-random orthonormal tokens (n <= d)",
-    "equispaced": "equispaced on the circle (d = 2)",
-    "cap": "uniform on a spherical cap of geodesic radius EPS (cap:EPS)",
-    "vmf": "von Mises-Fisher around e_1 with concentration KAPPA (vmf:KAPPA)",
-    "array": "given positions x0",
-}
+# The registries of particles.fields, integrators and observables (layer 2)
+# are imported where they are used: importing this module (and so the file
+# layer) loads no compiled code; validating a configuration does.
+
+
+def __getattr__(name: str) -> Any:
+    """Names re-exported from the registries, loaded on first use."""
+    if name == "USA_SCALES":
+        from particles.fields import USA_SCALES
+
+        return tuple(USA_SCALES)
+    if name in ("OMEGA_DISTRIBUTIONS", "parse_omega", "freeze_omega"):
+        from particles.fields import frequencies
+
+        return getattr(frequencies, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+#: initial conditions, name -> description (:data:`particles.sphere.INITIAL_CONDITIONS`).
+INITS: dict[str, str] = {k: c.description for k, c in INITIAL_CONDITIONS.items()}
 
 #: named matrices accepted for Q, K, V.
 NAMED_MATRICES = ("identity", "minus_identity")
 
-USA_SCALES = ("n", "n_exp_beta")
+#: (lazy, see ``__getattr__``) ``USA_SCALES``: the USA normalisations, keys of
+#: :data:`particles.fields.USA_SCALES`; ``OMEGA_DISTRIBUTIONS``, ``parse_omega``,
+#: ``freeze_omega``: from :mod:`particles.fields.frequencies`.
 
-#: named natural-frequency distributions of ``model="kuramoto"`` (``omega="NAME:WIDTH"``
-#: or ``"NAME:WIDTH:CENTER"``); WIDTH is the half-width at half maximum, the
-#: standard deviation and the half-width of the support respectively.
-OMEGA_DISTRIBUTIONS: dict[str, str] = {
-    "lorentzian": "Cauchy, density (W/pi) / ((w - C)^2 + W^2)",
-    "gaussian": "normal with mean C and standard deviation W",
-    "uniform": "uniform on [C - W, C + W]",
-}
 
-#: kernel -> the name of its parameter (DESIGN.md section 1).
-KERNEL_PARAMETERS: dict[str, str] = {
-    "edp": "beta", "rbf": "tau", "l2": "tau", "intersection": "beta", "quadratic": "gamma",
-}
+class _KernelParameters(Mapping):
+    """kernel -> the name of its parameter, a live view of the kernel registry."""
 
-#: above this exponent e^x overflows float64.
-_MAX_EXP = 700.0
+    def __getitem__(self, name: str) -> str:
+        from particles.fields import KERNELS
+
+        return KERNELS[name].parameter
+
+    def __iter__(self):
+        from particles.fields import KERNELS
+
+        return iter(KERNELS)
+
+    def __len__(self) -> int:
+        from particles.fields import KERNELS
+
+        return len(KERNELS)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+#: kernel -> the name of its parameter (DESIGN.md section 1), from
+#: :data:`particles.fields.KERNELS`.
+KERNEL_PARAMETERS: Mapping[str, str] = _KernelParameters()
 
 
 def _fail(name: str, allowed: str, got: Any) -> None:
@@ -117,61 +141,32 @@ def check_names(field: str, value: Any, registry) -> tuple[str, ...]:
 
 
 def parse_init(init: str) -> tuple[str, float | None]:
-    """Split ``"cap:0.3"`` into ``("cap", 0.3)``; ``"uniform"`` into ``("uniform", None)``."""
+    """Split ``"cap:0.3"`` into ``("cap", 0.3)``; ``"uniform"`` into ``("uniform", None)``.
+
+    Names, parameters and their rules come from
+    :data:`particles.sphere.INITIAL_CONDITIONS`.
+    """
     if not isinstance(init, str):
-        _fail("init", "one of " + ", ".join(INITS), init)
+        _fail("init", "one of " + ", ".join(INITIAL_CONDITIONS), init)
     name, _, arg = init.partition(":")
-    if name not in INITS:
-        _fail("init", "one of " + ", ".join(INITS) + " (cap:EPS, vmf:KAPPA)", init)
-    if name in ("cap", "vmf"):
+    if name not in INITIAL_CONDITIONS:
+        forms = ", ".join(f"{k}:{c.parameter}" for k, c in INITIAL_CONDITIONS.items()
+                          if c.parameter)
+        _fail("init", "one of " + ", ".join(INITIAL_CONDITIONS) + f" ({forms})", init)
+    entry = INITIAL_CONDITIONS[name]
+    if entry.parameter is not None:
         if not arg:
             _fail("init", f"'{name}:VALUE' with a number", init)
         try:
             value = float(arg)
         except ValueError:
             _fail("init", f"'{name}:VALUE' with a number", init)
-        if name == "cap" and not 0 < value <= math.pi:
-            _fail("init", "'cap:EPS' with 0 < EPS <= pi", init)
-        if name == "vmf" and not (math.isfinite(value) and value >= 0):
-            _fail("init", "'vmf:KAPPA' with KAPPA >= 0", init)
+        if entry.accepts is not None and not entry.accepts(value):
+            _fail("init", f"'{name}:{entry.parameter}' with {entry.allowed}", init)
         return name, value
     if arg:
         _fail("init", f"'{name}' without a parameter", init)
     return name, None
-
-
-def parse_omega(spec: str) -> tuple[str, float, float]:
-    """Split ``"lorentzian:0.5"`` into ``("lorentzian", 0.5, 0.0)``.
-
-    Parameters
-    ----------
-    spec : str
-        ``"NAME:WIDTH"`` or ``"NAME:WIDTH:CENTER"`` with NAME a key of
-        :data:`OMEGA_DISTRIBUTIONS`, WIDTH >= 0 and CENTER finite.
-
-    Returns
-    -------
-    name : str
-    width, center : float
-    """
-    allowed = ("'NAME:WIDTH' or 'NAME:WIDTH:CENTER' with NAME one of "
-               + ", ".join(OMEGA_DISTRIBUTIONS) + ", WIDTH >= 0 and CENTER finite, "
-               "or a sequence of n numbers")
-    if not isinstance(spec, str):
-        _fail("omega", allowed, spec)
-    parts = spec.split(":")
-    if parts[0] not in OMEGA_DISTRIBUTIONS or len(parts) not in (2, 3):
-        _fail("omega", allowed, spec)
-    try:
-        width = float(parts[1])
-        center = float(parts[2]) if len(parts) == 3 else 0.0
-    except ValueError:
-        _fail("omega", allowed, spec)
-    if not (math.isfinite(width) and width >= 0):
-        _fail("omega", f"a distribution with a finite width >= 0 ({allowed})", spec)
-    if not math.isfinite(center):
-        _fail("omega", f"a distribution with a finite center ({allowed})", spec)
-    return parts[0], width, center
 
 
 def check_coupling(value: Any) -> float:
@@ -194,39 +189,6 @@ def check_coupling_like(name: str, value: Any) -> float:
     if isinstance(value, bool) or not math.isfinite(c):
         _fail(name, "a finite number", value)
     return c
-
-
-def freeze_omega(value: Any, n: int) -> str | tuple[float, ...] | None:
-    """Validate natural frequencies: None, a distribution spec, or ``n`` finite numbers.
-
-    Parameters
-    ----------
-    value : None, str or array_like, shape (n,)
-        The ``omega`` argument.
-    n : int
-        Number of oscillators.
-
-    Returns
-    -------
-    None, str or tuple of float
-        The spec string unchanged (after :func:`parse_omega` checked it) or
-        the numbers as a tuple (hashable, JSON-friendly).
-    """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        parse_omega(value)
-        return value
-    try:
-        w = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        w = None
-    if w is None or w.shape != (n,) or not np.all(np.isfinite(w)):
-        # describe arrays by shape: the message must stay readable for n = 1e5
-        got = value if w is None or w.size <= 8 else f"an array of shape {w.shape}"
-        _fail("omega", f"{n} finite numbers (one per oscillator) or a distribution "
-              "'NAME:WIDTH[:CENTER]' with NAME one of " + ", ".join(OMEGA_DISTRIBUTIONS), got)
-    return tuple(float(x) for x in w)
 
 
 _SAVE_TIMES_HELP = ("a sequence of times, 't1,t2,...', 'log:START:STOP:NUM' (log-spaced, "
@@ -348,6 +310,12 @@ class SimulationConfig:
         Whether the systems of a batch share each layer's random weights (and
         Kuramoto's drawn frequencies) or draw their own (see
         :mod:`particles.fields.weights`).
+    observables : tuple of str or str, optional
+        Observers recorded at every frame, keys of
+        :data:`particles.observables.OBSERVERS` (a sequence or ``"a,b"``).
+        None picks :func:`particles.observables.default_observers` (the
+        pairwise set up to ``PAIRWISE_DEFAULT_MAX_N`` tokens, the O(n)
+        ``order`` set beyond); the resolved names are recorded.
     """
 
     n: int
@@ -383,10 +351,14 @@ class SimulationConfig:
     sinkhorn_tol: float = 1e-9
     layer_time: float | None = None
     weight_draws: str = "shared"
+    observables: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        from particles.fields import KERNELS, MODELS
+        from particles.fields import KERNELS, MODELS, check_usa_range
+        from particles.fields import USA_SCALES as USA
+        from particles.fields.weights import QK_WEIGHTS
         from particles.integrators import INTEGRATORS
+        from particles.observables import OBSERVERS, default_observers
 
         set_ = object.__setattr__
         set_(self, "n", _check_int("n", self.n, 1))
@@ -396,7 +368,7 @@ class SimulationConfig:
             _fail("beta", "a finite number in [0, 1e4]", self.beta)
         _check_choice("model", self.model, tuple(MODELS))
         _check_choice("kernel", self.kernel, tuple(KERNELS))
-        _check_choice("usa_scale", self.usa_scale, USA_SCALES)
+        _check_choice("usa_scale", self.usa_scale, tuple(USA))
         _check_choice("integrator", self.integrator, tuple(INTEGRATORS))
         set_(self, "dt", _check_float("dt", self.dt, minimum=0.0, strict=True))
         set_(self, "T", _check_float("T", self.T, minimum=0.0))
@@ -419,12 +391,7 @@ class SimulationConfig:
         if self.seed is not None:
             set_(self, "seed", _check_int("seed", self.seed, 0))
         name, _ = parse_init(self.init)
-        if name == "orthogonal" and self.n > self.d:
-            raise ValueError(f"init must not be 'orthogonal' when n > d: orthonormal tokens "
-                             f"need n <= d, got n={self.n}, d={self.d}")
-        if name == "equispaced" and self.d != 2:
-            raise ValueError(f"init must not be 'equispaced' when d != 2: equispaced tokens "
-                             f"lie on the circle, got d={self.d}")
+        INITIAL_CONDITIONS[name].check(self.n, self.d)
         for m in ("Q", "K", "V"):
             set_(self, m, _freeze_matrix(m, getattr(self, m), self.d))
         if self.masses is not None:
@@ -436,46 +403,43 @@ class SimulationConfig:
         set_(self, "atol", _check_float("atol", self.atol, minimum=0.0, strict=True))
         set_(self, "max_steps", _check_int("max_steps", self.max_steps, 1))
         self._check_attention()
-        if self.model == "usa" and self.weights == "given":
-            # USA weights are kappa(q, k) / n; their largest value must be finite
-            from particles.fields import usa_log_bound
-
-            reach = usa_log_bound(self, self.matrix("Q"), self.matrix("K"))
-            if reach > _MAX_EXP:
-                hint = ("use usa_scale='n_exp_beta'" if self.usa_scale == "n"
-                        else "scale Q or K down")
-                if self.kernel != "edp":
-                    hint = f"lower {KERNEL_PARAMETERS[self.kernel]} or scale Q or K down"
-                _fail("beta", f"small enough that USA weights exp(beta*||Q^T K|| - c) stay "
-                      f"finite (beta*||Q^T K|| - c = {reach:.4g} > {_MAX_EXP:g}); {hint}",
-                      self.beta)
+        qk = QK_WEIGHTS.get(self.weights)
+        if qk is not None and not qk.random:
+            # USA weights are kappa(q, k) e^-c / n: their largest value must be
+            # finite (one rule for fixed and drawn weights, on the kernels)
+            check_usa_range(self, *qk.draw(None, self.d, self.matrix("Q"), self.matrix("K")))
         self._check_kuramoto()
+        if self.observables is None:
+            set_(self, "observables", default_observers(self.n, self.d, self.beta))
+        else:
+            set_(self, "observables", check_names("observables", self.observables, OBSERVERS))
 
     def _check_attention(self) -> None:
         """Validate kernels, weight ensembles, heads, normalisation and layers."""
-        from particles.fields import NORMALIZATIONS
+        from particles.fields import KERNELS, NORMALIZATIONS, USA_SCALES
         from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS, is_random
 
         set_ = object.__setattr__
         set_(self, "tau", _check_float("tau", self.tau, minimum=0.0))
         set_(self, "gamma", check_coupling_like("gamma", self.gamma))
-        param = KERNEL_PARAMETERS[self.kernel]
+        kernel = KERNELS[self.kernel]
         # a parameter the kernel does not use would silently run another model
-        if self.tau != 1.0 and param != "tau":
-            _fail("tau", f"1.0 (the default) unless kernel is 'rbf' or 'l2' "
-                  f"(kernel={self.kernel!r})", self.tau)
-        if self.gamma != 1.0 and param != "gamma":
-            _fail("gamma", f"1.0 (the default) unless kernel='quadratic' "
-                  f"(kernel={self.kernel!r})", self.gamma)
-        if self.kernel != "edp" and self.usa_scale != "n":
+        for name in ("tau", "gamma"):
+            if getattr(self, name) != 1.0 and kernel.parameter != name:
+                users = [repr(k) for k, v in KERNELS.items() if v.parameter == name]
+                _fail(name, f"1.0 (the default) unless kernel is {' or '.join(users)} "
+                      f"(kernel={self.kernel!r})", getattr(self, name))
+        if USA_SCALES[self.usa_scale].time_change and not kernel.time_change:
+            owners = " or ".join(repr(k) for k, v in KERNELS.items() if v.time_change)
             _fail("usa_scale", f"'n' for kernel={self.kernel!r} (the e^-beta time change "
-                  "belongs to the edp kernel)", self.usa_scale)
+                  f"belongs to the {owners} kernel)", self.usa_scale)
         _check_choice("weights", self.weights, tuple(QK_WEIGHTS))
         _check_choice("value_weights", self.value_weights, tuple(V_WEIGHTS))
-        if self.weights != "given" and (self.Q != "identity" or self.K != "identity"):
+        if not QK_WEIGHTS[self.weights].uses_given and (self.Q != "identity"
+                                                         or self.K != "identity"):
             _fail("weights", "'given' when Q or K is set (a random ensemble replaces them)",
                   self.weights)
-        if self.value_weights != "given" and self.V != "identity":
+        if not V_WEIGHTS[self.value_weights].uses_given and self.V != "identity":
             _fail("value_weights", "'given' when V is set (a random ensemble replaces it)",
                   self.value_weights)
         set_(self, "heads", _check_int("heads", self.heads, 1))
@@ -483,13 +447,7 @@ class SimulationConfig:
         set_(self, "sinkhorn_iters", _check_int("sinkhorn_iters", self.sinkhorn_iters, 1))
         set_(self, "sinkhorn_tol", _check_float("sinkhorn_tol", self.sinkhorn_tol,
                                                 minimum=0.0, strict=True))
-        if self.normalization == "sinkhorn":
-            if self.model != "sa":
-                _fail("normalization", "'softmax' unless model='sa'", self.normalization)
-            if self.kernel != "edp":
-                _fail("normalization", "'softmax' unless kernel='edp'", self.normalization)
-            if self.masses is not None:
-                _fail("masses", "None with normalization='sinkhorn'", "given masses")
+        NORMALIZATIONS[self.normalization].check(self)
         if self.layer_time is not None:
             set_(self, "layer_time", _check_float("layer_time", self.layer_time,
                                                   minimum=0.0, strict=True))
@@ -512,6 +470,8 @@ class SimulationConfig:
 
     def _check_kuramoto(self) -> None:
         """Validate ``coupling`` and ``omega``, which only ``model="kuramoto"`` uses."""
+        from particles.fields.frequencies import freeze_omega
+
         object.__setattr__(self, "coupling", check_coupling(self.coupling))
         object.__setattr__(self, "omega", freeze_omega(self.omega, self.n))
         if self.model != "kuramoto":
@@ -590,6 +550,7 @@ class SimulationConfig:
                 out[key] = list(out[key])
         if isinstance(out["omega"], tuple):
             out["omega"] = list(out["omega"])
+        out["observables"] = list(out["observables"])
         return out
 
     def to_json(self) -> str:
@@ -606,6 +567,9 @@ class SimulationConfig:
                 f"unknown configuration key(s) {', '.join(map(repr, unknown))}; "
                 f"allowed: {', '.join(sorted(names))}"
             )
+        if "observables" not in data:
+            # written before observers were chosen per run: they all hold the pairwise set
+            data = {**data, "observables": ("pairwise",)}
         return cls(**data)
 
     @classmethod

@@ -32,7 +32,7 @@ from particles.integrators.driver import (
     adaptive_runner,
     fixed_runner,
 )
-from particles.observables import compute_observables
+from particles.observables import observe
 from particles.progress import Progress
 from particles.seeds import init_rng, seed_sequences  # noqa: F401 (re-export)
 from particles.trajectory import Frame, Trajectory
@@ -226,7 +226,7 @@ def iter_frames(
             stats[:, :2] = np.asarray(step_counts, dtype=np.int64).reshape(B, 2)
 
     def frame(index: int, step: int) -> Frame:
-        obs = compute_observables(X, config.beta, masses, nthreads=nthreads)
+        obs = observe(config.observables, X, config.beta, masses, nthreads=nthreads)
         if integrator.adaptive:
             obs["accepted_steps"] = stats[:, 0].astype(np.float64)
             obs["rejected_steps"] = stats[:, 1].astype(np.float64)

@@ -1,6 +1,13 @@
-"""Observables recorded at every save point (compiled, streamed over pairs).
+"""Observers: what is recorded at every save point, chosen per run.
 
-For tokens ``x_i`` with masses ``m_i`` (``N = sum m_i``):
+:data:`OBSERVERS` maps a name to an :class:`Observer` (its cost class, the
+datasets it produces and its compute function); a configuration's
+``observables`` (``simulate(..., observables=[...])``, ``--observables``)
+chooses them, and :func:`default_observers` picks them when not given.
+
+``pairwise`` is the fused set of today's files, computed by one compiled
+pass over token pairs (:func:`compute_observables`).  For tokens ``x_i``
+with masses ``m_i`` (``N = sum m_i``):
 
 * ``energy``: ``E_beta = 1/(2 beta N^2) sum_ij m_i m_j exp(beta <x_i, x_j>)``
   (DESIGN.md section 2); at ``beta = 0`` its limit up to constants,
@@ -17,14 +24,25 @@ For tokens ``x_i`` with masses ``m_i`` (``N = sum m_i``):
 
 The energy uses the plain inner product ``<x_i, x_j>`` whatever ``Q, K``.
 
-Cost: O(n^2 d) per system, streamed over pairs, except at ``beta = 0`` on
-the circle (``d = 2``, the Kuramoto default) with ``n >= CIRCLE_MIN_N``:
-there every observable is a function of ``sum_i m_i x_i`` except the
-minimum, the inner product of the most nearly antipodal pair, found by
-sorting angles; O(n log n).
+Cost of ``pairwise``: O(n^2 d) per system, streamed over pairs, except at
+``beta = 0`` on the circle (``d = 2``, the Kuramoto default) with ``n >=
+CIRCLE_MIN_N``: there every observable is a function of ``sum_i m_i x_i``
+except the minimum, the inner product of the most nearly antipodal pair,
+found by sorting angles; O(n log n).
+
+``order`` gives ``order_parameter`` and ``mean_inner_product`` alone, in
+O(n d) (both are functions of ``sum_i m_i x_i`` and ``sum_i x_i``): the
+default for large runs, where an O(n^2) pass at every frame would cost as
+much as the dynamics (see :func:`default_observers`).
+
+Adaptive integrators also record ``accepted_steps`` and ``rejected_steps``
+(the engine's step counters, not an observer of the state).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -276,3 +294,123 @@ def observables_reference(X: np.ndarray, beta: float,
         "min_inner_product": float(G[iu].min()) if n > 1 else 1.0,
         "mean_inner_product": float(G[iu].mean()) if n > 1 else 1.0,
     }
+
+
+# ------------------------------------------------------------- observers
+def order_observables(Xb: np.ndarray, beta: float, masses: np.ndarray,
+                      *, nthreads: int = 1) -> dict[str, np.ndarray]:
+    """``order_parameter`` and ``mean_inner_product`` of a stack of systems, O(n d).
+
+    Parameters
+    ----------
+    Xb : ndarray, shape (batch, n, d)
+    beta : float
+        Unused (the common observer signature).
+    masses : ndarray, shape (n,)
+    nthreads : int
+        Unused.
+
+    Returns
+    -------
+    dict of str to ndarray, shape (batch,)
+        The same quantities as :func:`compute_observables`, equal to rounding.
+    """
+    X = np.asarray(Xb, dtype=np.float64)
+    B, n, _ = X.shape
+    m = np.asarray(masses, dtype=np.float64)
+    w = np.einsum("i,bia->ba", m, X)
+    order = np.sqrt(np.einsum("ba,ba->b", w, w)) / m.sum()
+    if n == 1:
+        return {"order_parameter": order, "mean_inner_product": np.ones(B)}
+    s = X.sum(axis=1)
+    pair_sum = np.einsum("ba,ba->b", s, s) - np.einsum("bia,bia->b", X, X)
+    return {"order_parameter": order, "mean_inner_product": pair_sum / (n * (n - 1.0))}
+
+
+@dataclass(frozen=True)
+class Observer:
+    """A registered observer, evaluated at every save point.
+
+    Attributes
+    ----------
+    name, description : str
+    cost : str
+        Cost class of one evaluation per system: ``"O(n)"`` or ``"O(n^2)"``.
+    datasets : tuple of str
+        Names of the values it produces (one per system and frame), in
+        storage order.
+    compute : callable
+        ``compute(Xb, beta, masses, *, nthreads) -> {name: (batch,) array}``
+        for ``Xb`` of shape (batch, n, d); at least :attr:`datasets`.
+    """
+
+    name: str
+    description: str
+    cost: str
+    datasets: tuple[str, ...]
+    compute: Callable[..., dict[str, np.ndarray]]
+
+    def __str__(self) -> str:
+        return self.description
+
+
+#: name -> observer; the single source of truth for ``observables=``.
+OBSERVERS: dict[str, Observer] = {o.name: o for o in (
+    Observer("pairwise", "energy, normalised energy, order parameter, min and mean inner "
+             "product, by one pass over pairs (O(n log n) on the circle at beta = 0)",
+             "O(n^2)", NAMES, compute_observables),
+    Observer("order", "order parameter and mean inner product (from the token sums)",
+             "O(n)", ("order_parameter", "mean_inner_product"), order_observables),
+)}
+
+#: the pairwise set is recorded by default up to this many tokens (beyond,
+#: one O(n^2) pass per frame costs as much as many steps of an O(n) field).
+PAIRWISE_DEFAULT_MAX_N = 4096
+
+
+def default_observers(n: int, d: int, beta: float) -> tuple[str, ...]:
+    """The observers of a run that does not choose them.
+
+    ``("pairwise",)`` when ``n <= PAIRWISE_DEFAULT_MAX_N``, or on the circle
+    at ``beta = 0`` (``d = 2``, where the pairwise set costs O(n log n));
+    ``("order",)`` (O(n)) otherwise.  Ask for ``pairwise`` to record the
+    energy of a larger run.
+    """
+    if n <= PAIRWISE_DEFAULT_MAX_N or (d == 2 and beta == 0.0):
+        return ("pairwise",)
+    return ("order",)
+
+
+def observe(names: Sequence[str], Xb: np.ndarray, beta: float, masses: np.ndarray,
+            *, nthreads: int = 1) -> dict[str, np.ndarray]:
+    """The values of the chosen observers for a stack of systems.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Keys of :data:`OBSERVERS`.
+    Xb : ndarray, shape (batch, n, d)
+    beta : float
+        Inverse temperature of the energy.
+    masses : ndarray, shape (n,)
+    nthreads : int
+        Row chunks for single large systems.
+
+    Returns
+    -------
+    dict of str to ndarray, shape (batch,)
+        Every dataset of the chosen observers, and only those, in registry
+        order.  A dataset produced by two chosen observers is computed once,
+        by the first in registry order (so the result does not depend on the
+        order of ``names``); an observer whose datasets are all produced by an
+        earlier one is not evaluated.
+    """
+    chosen = set(names)
+    out: dict[str, np.ndarray] = {}
+    for name, obs in OBSERVERS.items():
+        if name not in chosen or all(k in out for k in obs.datasets):
+            continue
+        values = obs.compute(Xb, beta, masses, nthreads=nthreads)
+        for k in obs.datasets:
+            out.setdefault(k, values[k])
+    return out

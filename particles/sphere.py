@@ -15,19 +15,25 @@ NaN for antipodal or coincident points.
 The samplers all share the call signature ``f(n, d, *, rng, batch=None,
 **params)`` and return a C-contiguous float64 array of shape ``(n, d)``, or
 ``(batch, n, d)`` when ``batch`` is given; :data:`SAMPLERS` maps names to them.
+:data:`INITIAL_CONDITIONS` is the registry of the configuration's ``init=``
+names: each entry carries its sampler, its parameter and the rules on it, and
+its constraints on ``n`` and ``d``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "INITIAL_CONDITIONS",
     "SAMPLERS",
+    "InitialCondition",
     "angles_to_circle",
     "circle_to_angles",
     "equispaced_circle",
@@ -755,3 +761,89 @@ SAMPLERS: dict[str, Callable[..., FloatArray]] = {
     "equispaced": _equispaced_sampler,
     "vmf": von_mises_fisher,
 }
+
+
+@dataclass(frozen=True)
+class InitialCondition:
+    """A registered initial condition (``init="NAME"`` or ``"NAME:VALUE"``).
+
+    Attributes
+    ----------
+    name, description : str
+    sample : callable, optional
+        ``sample(n, d, value, *, rng, batch) -> x`` of shape (n, d) or
+        (batch, n, d) (``value`` the parameter, or None); None when the
+        positions are given (``"array"``).
+    parameter : str, optional
+        Placeholder of the parameter in ``"NAME:PARAM"`` (``"EPS"``), None
+        when the name takes none.
+    allowed : str
+        The rule on the parameter in words (``"0 < EPS <= pi"``).
+    accepts : callable, optional
+        ``accepts(value) -> bool``, the rule itself.
+    requires : callable, optional
+        ``requires(n, d) -> str | None``: why ``n`` tokens in dimension ``d``
+        cannot start from it (a one-line ValueError message), or None.
+    """
+
+    name: str
+    description: str
+    sample: Callable[..., FloatArray] | None
+    parameter: str | None = None
+    allowed: str = ""
+    accepts: Callable[[float], bool] | None = None
+    requires: Callable[[int, int], str | None] | None = None
+
+    def __str__(self) -> str:
+        return self.description
+
+    def check(self, n: int, d: int) -> None:
+        """Raise ValueError when ``n`` tokens in dimension ``d`` cannot start from it."""
+        why = self.requires(n, d) if self.requires is not None else None
+        if why:
+            raise ValueError(why)
+
+
+def _e1(d: int) -> FloatArray:
+    mu = np.zeros(d)
+    mu[0] = 1.0
+    return mu
+
+
+def _orthogonal_requires(n: int, d: int) -> str | None:
+    if n > d:
+        return (f"init must not be 'orthogonal' when n > d: orthonormal tokens need n <= d, "
+                f"got n={n}, d={d}")
+    return None
+
+
+def _equispaced_requires(n: int, d: int) -> str | None:
+    if d != 2:
+        return (f"init must not be 'equispaced' when d != 2: equispaced tokens lie on the "
+                f"circle, got d={d}")
+    return None
+
+
+#: initial conditions by name (``init=``); ``cap`` and ``vmf`` take ``:PARAM``.
+INITIAL_CONDITIONS: dict[str, InitialCondition] = {c.name: c for c in (
+    InitialCondition("uniform", "i.i.d. uniform on the sphere",
+                     lambda n, d, value, *, rng, batch: uniform(n, d, rng=rng, batch=batch)),
+    InitialCondition("orthogonal", "Haar-random orthonormal tokens (n <= d)",
+                     lambda n, d, value, *, rng, batch: orthonormal(n, d, rng=rng, batch=batch),
+                     requires=_orthogonal_requires),
+    InitialCondition("equispaced", "equispaced on the circle (d = 2)",
+                     lambda n, d, value, *, rng, batch: _equispaced_sampler(
+                         n, d, rng=rng, batch=batch),
+                     requires=_equispaced_requires),
+    InitialCondition("cap", "uniform on a spherical cap of geodesic radius EPS (cap:EPS)",
+                     lambda n, d, value, *, rng, batch: spherical_cap(
+                         n, d, eps=value, rng=rng, batch=batch),
+                     parameter="EPS", allowed="0 < EPS <= pi",
+                     accepts=lambda v: 0 < v <= math.pi),
+    InitialCondition("vmf", "von Mises-Fisher around e_1 with concentration KAPPA (vmf:KAPPA)",
+                     lambda n, d, value, *, rng, batch: von_mises_fisher(
+                         n, d, mu=_e1(d), kappa=value, rng=rng, batch=batch),
+                     parameter="KAPPA", allowed="KAPPA >= 0",
+                     accepts=lambda v: math.isfinite(v) and v >= 0),
+    InitialCondition("array", "given positions x0", None),
+)}

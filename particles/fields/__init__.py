@@ -23,15 +23,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from particles._numba import jit, kernel_key
-from particles.fields import attention, kernels, kuramoto, sinkhorn
-from particles.fields.weights import draw_layer, per_system
+from particles.fields import kuramoto, sinkhorn
+from particles.fields.kernels import BLAS_MIN_D, KERNELS, MAX_LOG_WEIGHT, USA_SCALES, Kernel
+from particles.fields.normalizations import NORMALIZATIONS, Normalization, usa_shift
+from particles.fields.weights import draw_layer, is_random, per_system
 
 if TYPE_CHECKING:
     from particles.config import SimulationConfig
 
-#: from this dimension on, the attention kernels multiply row blocks with BLAS
-#: (the step is bound by matrix products, not by exp; see benchmarks/).
-BLAS_MIN_D = 24
+__all__ = [
+    "BLAS_MIN_D", "KERNELS", "MAX_LOG_WEIGHT", "MODELS", "NORMALIZATIONS", "USA_SCALES",
+    "CompiledField", "Kernel", "Model", "Normalization", "attention_reference_of",
+    "build_field", "check_usa_range", "select_qkv", "speed_bound", "usa_log_bound", "usa_shift",
+]
 
 
 @dataclass(frozen=True)
@@ -91,27 +95,49 @@ def select_qkv(p, b):
 def usa_log_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray) -> float:
     """Upper bound on ``log kappa(q, k)`` minus the USA shift, for unit tokens.
 
-    The USA factor ``exp`` of it must stay finite (validation and
-    :func:`speed_bound` use it).  Parameters ``Q, K`` have shape (heads, d, d)
-    or (d, d).
+    The kernel's own bound (:attr:`Kernel.log_bound`) less the shift ``c`` of
+    the configuration's ``usa_scale``; the USA factor ``exp`` of it must stay
+    finite (:func:`check_usa_range` and :func:`speed_bound` use it).
+    Parameters ``Q, K`` have shape (heads, d, d) or (d, d).
     """
     Q = np.asarray(Q).reshape(-1, config.d, config.d)
     K = np.asarray(K).reshape(-1, config.d, config.d)
     nq = max(float(np.linalg.norm(q, 2)) for q in Q)
     nk = max(float(np.linalg.norm(k, 2)) for k in K)
     qk = max(float(np.linalg.norm(q.T @ k, 2)) for q, k in zip(Q, K, strict=True))
-    if config.kernel == "edp":
-        shift = config.beta if config.usa_scale == "n_exp_beta" else 0.0
-        return config.beta * qk - shift
-    if config.kernel == "rbf":
-        # the edp core scales by exp(2 tau |q| |k|) before the exp(-tau |q|^2) factor
-        return 2.0 * config.tau * nq * nk
-    if config.kernel == "intersection":
-        # sum_l min(b q_l, b k_l) <= b (|q|_1 + |k|_1) / 2 <= b sqrt(d) max(|q|, |k|)
-        return config.beta * np.sqrt(config.d) * max(nq, nk)
-    if config.kernel == "l2":
-        return float(np.log(max(config.tau * (nq + nk), 1e-300)))
-    return float(2.0 * np.log(max(nq * nk + abs(config.gamma), 1e-300)))
+    kernel = KERNELS[config.kernel]
+    bound = kernel.log_bound(float(getattr(config, kernel.parameter)), nq, nk, qk, config.d)
+    return bound - usa_shift(config)
+
+
+def check_usa_range(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, *,
+                    drawn: bool = False) -> None:
+    """The one USA overflow rule: the largest USA weight must stay finite.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        Any model (only ``model="usa"`` is checked).
+    Q, K : ndarray, shape (heads, d, d) or (d, d)
+        The configuration's matrices, or a draw of its random ensemble.
+    drawn : bool
+        Whether ``Q, K`` were drawn (for the message).
+
+    Raises
+    ------
+    ValueError
+        ``"beta must be ..."``, naming the bound and how to lower it.
+    """
+    if config.model != "usa":
+        return
+    reach = usa_log_bound(config, Q, K)
+    if reach > MAX_LOG_WEIGHT:
+        kernel = KERNELS[config.kernel]
+        what = " with the drawn weights" if drawn else ""
+        raise ValueError(
+            f"beta must be small enough that USA weights kappa(q, k) e^-c stay finite{what} "
+            f"(log bound {reach:.4g} > {MAX_LOG_WEIGHT:g}, kernel {kernel.name!r}); "
+            f"{kernel.overflow_hint(config.usa_scale)}, got {config.beta!r}")
 
 
 def speed_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> float:
@@ -122,68 +148,20 @@ def speed_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, V: np.nd
     """
     v = sum(float(np.linalg.norm(vh, 2)) for vh in np.asarray(V).reshape(-1, config.d, config.d))
     if config.model == "usa":
-        return v * float(np.exp(min(usa_log_bound(config, Q, K), 700.0)))
+        return v * float(np.exp(min(usa_log_bound(config, Q, K), MAX_LOG_WEIGHT)))
     return v
-
-
-def _check_usa_range(config: SimulationConfig, Q: np.ndarray, K: np.ndarray) -> None:
-    if config.model == "usa":
-        reach = usa_log_bound(config, Q, K)
-        if reach > 700.0:
-            raise ValueError(
-                f"beta must be small enough that USA weights stay finite with the drawn "
-                f"weights (log bound {reach:.4g} > 700); lower beta/tau or use "
-                f"usa_scale='n_exp_beta' (kernel edp), got {config.beta!r}")
 
 
 def _head_params(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, V: np.ndarray,
                  normalized: bool) -> tuple:
     """Parameter tuple of the single-head drift; ``Q, K, V`` of shape (d, d), or
     (heads, d, d) for the multi-head drift (identity flags then hold for all heads)."""
-    d = config.d
-    eye = np.eye(d)
+    eye = np.eye(config.d)
     qk_identity = bool(np.all(Q == eye) and np.all(K == eye))
     v_identity = bool(np.all(V == eye))
     Q, K, V = (np.ascontiguousarray(a, dtype=np.float64) for a in (Q, K, V))
-    masses = config.mass_array()
-    inv_mass = 1.0 / float(masses.sum())
-    if config.normalization == "sinkhorn":
-        return (Q, K, V, float(config.beta), qk_identity, v_identity,
-                int(config.sinkhorn_iters), float(config.sinkhorn_tol))
-    if config.kernel == "edp":
-        usa_shift = float(config.beta) if config.usa_scale == "n_exp_beta" else 0.0
-        return (Q, K, V, np.log(masses), float(config.beta), normalized, usa_shift,
-                qk_identity, v_identity, inv_mass)
-    param = {"rbf": config.tau, "l2": config.tau, "quadratic": config.gamma,
-             "intersection": config.beta}[config.kernel]
-    return (Q, K, V, np.log(masses), float(param), normalized, qk_identity, v_identity,
-            inv_mass)
-
-
-def _single_head(config: SimulationConfig) -> tuple[Callable, Callable, Callable[[int], int],
-                                                    str]:
-    """(serial, parallel, workspace, name) of the single-head drift of a configuration."""
-    n, d = config.n, config.d
-    blas = d >= BLAS_MIN_D
-    if config.normalization == "sinkhorn":
-        return (sinkhorn.sinkhorn_serial, sinkhorn.sinkhorn_parallel,
-                lambda c: sinkhorn.sinkhorn_workspace_size(n, d, c), "sinkhorn")
-    if config.kernel in kernels.PAIR_DRIFTS_KERNELS:
-        return (kernels.PAIR_DRIFTS[(config.kernel, False)],
-                kernels.PAIR_DRIFTS[(config.kernel, True)],
-                lambda c: kernels.pair_workspace_size(n, d, c), f"pair_{config.kernel}")
-
-    def ws(c: int) -> int:
-        return attention.workspace_size(n, d, c, blas)
-
-    if config.kernel == "rbf":
-        ser, par = ((kernels.rbf_blas_serial, kernels.rbf_blas_parallel) if blas
-                    else (kernels.rbf_direct_serial, kernels.rbf_direct_parallel))
-        return ser, par, (lambda c: 2 * n + ws(c)), ("rbf_blas" if blas else "rbf_direct")
-    if blas:
-        return (attention.attention_blas_serial, attention.attention_blas_parallel, ws, "blas")
-    return (attention.attention_direct_serial, attention.attention_direct_parallel, ws,
-            "direct")
+    return NORMALIZATIONS[config.normalization].params(config, Q, K, V, qk_identity,
+                                                       v_identity, normalized)
 
 
 @cache
@@ -194,7 +172,7 @@ def _multihead_pair(serial: Callable, parallel: Callable) -> tuple[Callable, Cal
 
 def _attention(config: SimulationConfig, *, normalized: bool) -> CompiledField:
     n, d = config.n, config.d
-    serial, parallel, workspace, name = _single_head(config)
+    serial, parallel, workspace, name = NORMALIZATIONS[config.normalization].drifts(config)
     H = config.heads
     if H > 1:
         serial, parallel = _multihead_pair(serial, parallel)
@@ -206,11 +184,12 @@ def _attention(config: SimulationConfig, *, normalized: bool) -> CompiledField:
         name = f"{name}_x{H}"
 
     independent = per_system(config)
+    drawn = is_random(config)
 
     def layer_params(layer: int) -> tuple:
         Q, K, V = draw_layer(config, layer)
         for q, k in zip(Q, K, strict=True) if independent else [(Q, K)]:
-            _check_usa_range(config, q, k)
+            check_usa_range(config, q, k, drawn=drawn)
         if H == 1:
             # the single-head drift takes (d, d) matrices
             Q, K, V = Q[..., 0, :, :], K[..., 0, :, :], V[..., 0, :, :]
@@ -259,23 +238,10 @@ def attention_reference_of(config: SimulationConfig, X: np.ndarray, Q: np.ndarra
     -------
     ndarray, shape (n, d)
     """
+    norm = NORMALIZATIONS[config.normalization]
     out = np.zeros(np.shape(X))
     for h in range(Q.shape[0]):
-        if config.normalization == "sinkhorn":
-            out += sinkhorn.sinkhorn_reference(
-                X, beta=config.beta, iters=config.sinkhorn_iters, tol=config.sinkhorn_tol,
-                Q=Q[h], K=K[h], V=V[h])[0]
-        elif config.kernel == "edp":
-            usa_shift = float(config.beta) if config.usa_scale == "n_exp_beta" else 0.0
-            out += attention.attention_reference(
-                X, beta=config.beta, normalized=normalized, usa_shift=usa_shift,
-                Q=Q[h], K=K[h], V=V[h], masses=masses)
-        else:
-            param = {"rbf": config.tau, "l2": config.tau, "quadratic": config.gamma,
-                     "intersection": config.beta}[config.kernel]
-            out += kernels.kernel_attention_reference(
-                X, config.kernel, param, normalized=normalized, Q=Q[h], K=K[h], V=V[h],
-                masses=masses)
+        out += norm.reference(config, X, Q[h], K[h], V[h], masses, normalized)
     return out
 
 
@@ -305,22 +271,6 @@ MODELS: dict[str, Model] = {
         Model("kuramoto", "Kuramoto oscillators on the circle (d = 2), O(n)", kuramoto.build),
     )
 }
-
-#: attention kernels kappa(q, k); DESIGN.md section 1 (see particles.fields.kernels).
-KERNELS: dict[str, str] = {
-    "edp": "exp(beta <q, k>)",
-    "rbf": "exp(-tau ||q - k||^2)",
-    "l2": "tau ||q - k||",
-    "intersection": "exp(sum_l min(beta q_l, beta k_l))",
-    "quadratic": "(<q, k> + gamma)^2",
-}
-
-#: how attention weights are normalised (model "sa").
-NORMALIZATIONS: dict[str, str] = {
-    "softmax": "rows sum to 1 (SA)",
-    "sinkhorn": "doubly stochastic by log-domain Sinkhorn iterations (edp kernel)",
-}
-
 
 def build_field(config: SimulationConfig) -> CompiledField:
     """Build the compiled field of a validated configuration."""

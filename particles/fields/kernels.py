@@ -30,12 +30,22 @@ alike; for USA it is the limit anyway).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
 import numpy as np
 
 from particles._numba import jit, prange, specialize
-from particles.config import KERNEL_PARAMETERS
 from particles.fastexp import exp_scalar
 from particles.fields import attention
+
+#: from this dimension on, the attention kernels multiply row blocks with BLAS
+#: (the step is bound by matrix products, not by exp; see benchmarks/).
+BLAS_MIN_D = 24
+
+#: above this exponent e^x overflows float64: the largest USA log-weight allowed.
+MAX_LOG_WEIGHT = 700.0
 
 
 # ------------------------------------------------------------ references
@@ -45,29 +55,26 @@ def log_kernel_reference(kernel: str, q: np.ndarray, k: np.ndarray, param: float
     Parameters
     ----------
     kernel : str
-        A key of :data:`KERNEL_PARAMETERS`.
+        A key of :data:`KERNELS`.
     q, k : ndarray, shape (n, d)
         Queries and keys.
     param : float
-        beta (edp, intersection), tau (rbf, l2) or gamma (quadratic).
+        The kernel's parameter (:attr:`Kernel.parameter`): beta (edp,
+        intersection), tau (rbf, l2) or gamma (quadratic).
 
     Returns
     -------
     ndarray, shape (n, n)
         ``-inf`` where the weight is zero.
     """
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     with np.errstate(divide="ignore"):
-        if kernel == "edp":
-            return param * (q @ k.T)
-        if kernel == "rbf":
-            return -param * ((q[:, None, :] - k[None, :, :]) ** 2).sum(-1)
-        if kernel == "l2":
-            return np.log(param * np.sqrt(((q[:, None, :] - k[None, :, :]) ** 2).sum(-1)))
-        if kernel == "intersection":
-            return np.minimum(param * q[:, None, :], param * k[None, :, :]).sum(-1)
-        if kernel == "quadratic":
-            return 2.0 * np.log(np.abs(q @ k.T + param))
-    raise ValueError(f"kernel must be one of {', '.join(KERNEL_PARAMETERS)}, got {kernel!r}")
+        return KERNELS[kernel].log_reference(q, k, param)
+
+
+def _pair_sq(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    return ((q[:, None, :] - k[None, :, :]) ** 2).sum(-1)
 
 
 def kernel_attention_reference(
@@ -88,9 +95,9 @@ def kernel_attention_reference(
     X : ndarray, shape (n, d)
         Tokens.
     kernel : str
-        A key of :data:`KERNEL_PARAMETERS`.
+        A key of :data:`KERNELS`.
     param : float
-        The kernel's parameter (see :data:`KERNEL_PARAMETERS`).
+        The kernel's parameter (:attr:`Kernel.parameter`).
     normalized : bool
         SA (divide by the row sum) or USA (divide by the total mass).
     Q, K, V : ndarray, shape (d, d), optional
@@ -253,20 +260,186 @@ def _pair_attention(X, p, out, ws):
                 out[i, a] *= f
 
 
-#: kernels computed by the generic pair loop.
-PAIR_DRIFTS_KERNELS = ("l2", "quadratic", "intersection")
-
-_LOG_KAPPAS = {"l2": _log_l2, "quadratic": _log_quadratic, "intersection": _log_intersection}
-
-#: (kernel, parallel) -> compiled generic pair drift.
-PAIR_DRIFTS = {
-    (name, parallel): specialize(_pair_attention, f"{name}_{'parallel' if parallel else 'serial'}",
-                                 parallel=parallel, logkappa=fn)
-    for name, fn in _LOG_KAPPAS.items()
-    for parallel in (False, True)
-}
-
-
 def pair_workspace_size(n: int, d: int, nchunks: int) -> int:
     """Scratch length of the generic pair drift."""
     return 3 * n * d + nchunks * n
+
+
+# --------------------------------------------------------------- registry
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """A registered attention kernel ``kappa(q, k) >= 0`` and its behaviour.
+
+    Adding a kernel is one :class:`Kernel` plus one line in :data:`KERNELS`:
+    a pointwise jitted ``logkappa`` is lifted to the SA and USA drifts by the
+    generic streamed pair loop; validation, bounds and references follow
+    from the entry.
+
+    Attributes
+    ----------
+    name : str
+        Registry key (``kernel=`` of the configuration, ``--kernel``).
+    formula : str
+        ``kappa(q, k)`` in words (help texts).
+    parameter : str
+        The configuration field holding the kernel's parameter (``"beta"``,
+        ``"tau"`` or ``"gamma"``).
+    log_reference : callable
+        ``log_reference(q, k, param) -> L``: plain NumPy ``log kappa`` of all
+        pairs, ``q`` (n, d), ``k`` (m, d), ``L`` (n, m), ``-inf`` for a zero
+        weight.
+    log_bound : callable
+        ``log_bound(param, nq, nk, qk, d) -> float``: an upper bound on
+        ``log kappa(Q x, K y)`` over unit tokens ``x, y``, given the spectral
+        norms ``nq = ||Q||``, ``nk = ||K||`` and ``qk = ||Q^T K||`` (the
+        largest USA weight is ``exp`` of it; see :func:`check_usa_range`).
+    logkappa : numba dispatcher, optional
+        ``logkappa(q, k, param) -> float`` for one pair, ``q, k`` of shape
+        (d,): the generic pair loop's kernel.  Needed unless ``drifts`` is given.
+    drifts : callable, optional
+        ``drifts(n, d) -> (serial, parallel, workspace, name)``: a kernel's
+        own fast single-head drifts (edp, rbf) instead of the pair loop.
+    time_change : bool
+        Whether the kernel's drift takes the USA shift ``c`` (so that
+        ``usa_scale="n_exp_beta"`` is allowed): the edp kernel only.
+    reference : callable, optional
+        ``reference(X, param, *, normalized, usa_shift, Q, K, V, masses) -> Y``,
+        a kernel's own NumPy attention output (default: the generic
+        :func:`kernel_attention_reference` over ``log_reference``).
+    """
+
+    name: str
+    formula: str
+    parameter: str
+    log_reference: Callable[[np.ndarray, np.ndarray, float], np.ndarray]
+    log_bound: Callable[[float, float, float, float, int], float]
+    logkappa: Callable | None = None
+    drifts: Callable[[int, int], tuple] | None = None
+    time_change: bool = False
+    reference: Callable[..., np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        if self.logkappa is None and self.drifts is None:
+            raise ValueError(f"kernel {self.name!r} needs a pointwise logkappa or its own drifts")
+
+    def __str__(self) -> str:
+        return self.formula
+
+    @cached_property
+    def pair_drifts(self) -> tuple[Callable, Callable]:
+        """(serial, parallel) generic pair drifts over :attr:`logkappa` (compiled on first call)."""
+        return tuple(specialize(_pair_attention,
+                                f"{self.name}_{'parallel' if parallel else 'serial'}",
+                                parallel=parallel, logkappa=self.logkappa)
+                     for parallel in (False, True))
+
+    def single_head(self, n: int, d: int) -> tuple[Callable, Callable, Callable[[int], int], str]:
+        """``(serial, parallel, workspace, name)`` of the single-head softmax/USA drift."""
+        if self.drifts is not None:
+            return self.drifts(n, d)
+        serial, parallel = self.pair_drifts
+        return serial, parallel, (lambda c: pair_workspace_size(n, d, c)), f"pair_{self.name}"
+
+    def params(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, logm: np.ndarray,
+               param: float, normalized: bool, usa_shift: float, qk_identity: bool,
+               v_identity: bool, inv_mass: float) -> tuple:
+        """The drift's parameter tuple (the USA shift only for ``time_change`` kernels)."""
+        if self.time_change:
+            return (Q, K, V, logm, param, normalized, usa_shift, qk_identity, v_identity,
+                    inv_mass)
+        return (Q, K, V, logm, param, normalized, qk_identity, v_identity, inv_mass)
+
+    def attention_reference(self, X: np.ndarray, param: float, *, normalized: bool,
+                            usa_shift: float = 0.0, Q: np.ndarray | None = None,
+                            K: np.ndarray | None = None, V: np.ndarray | None = None,
+                            masses: np.ndarray | None = None) -> np.ndarray:
+        """Plain NumPy attention output ``Y`` (n, d) of one head for tokens ``X`` (n, d)."""
+        if self.reference is not None:
+            return self.reference(X, param, normalized=normalized, usa_shift=usa_shift,
+                                  Q=Q, K=K, V=V, masses=masses)
+        return kernel_attention_reference(X, self.name, param, normalized=normalized,
+                                          Q=Q, K=K, V=V, masses=masses)
+
+    def overflow_hint(self, usa_scale: str) -> str:
+        """How to bring a too large USA weight back into range."""
+        if self.time_change and usa_scale == "n":
+            return "use usa_scale='n_exp_beta'"
+        if self.time_change:
+            return "scale Q or K down"
+        return f"lower {self.parameter} or scale Q or K down"
+
+
+def _edp_drifts(n: int, d: int) -> tuple:
+    blas = d >= BLAS_MIN_D
+
+    def ws(c: int) -> int:
+        return attention.workspace_size(n, d, c, blas)
+
+    if blas:
+        return (attention.attention_blas_serial, attention.attention_blas_parallel, ws, "blas")
+    return (attention.attention_direct_serial, attention.attention_direct_parallel, ws, "direct")
+
+
+def _rbf_drifts(n: int, d: int) -> tuple:
+    blas = d >= BLAS_MIN_D
+    ser, par = ((rbf_blas_serial, rbf_blas_parallel) if blas
+                else (rbf_direct_serial, rbf_direct_parallel))
+    return (ser, par, (lambda c: 2 * n + attention.workspace_size(n, d, c, blas)),
+            "rbf_blas" if blas else "rbf_direct")
+
+
+def _edp_reference(X, param, *, normalized, usa_shift, Q, K, V, masses):
+    return attention.attention_reference(X, beta=param, normalized=normalized,
+                                         usa_shift=usa_shift, Q=Q, K=K, V=V, masses=masses)
+
+
+def _floor_log(x: float) -> float:
+    return float(np.log(max(x, 1e-300)))
+
+
+#: name -> attention kernel kappa(q, k); DESIGN.md section 1.  The single
+#: source of truth for ``kernel=`` (API, CLI, validation, bounds, references).
+KERNELS: dict[str, Kernel] = {k.name: k for k in (
+    Kernel("edp", "exp(beta <q, k>)", "beta",
+           lambda q, k, b: b * (q @ k.T),
+           lambda b, nq, nk, qk, d: b * qk,
+           drifts=_edp_drifts, time_change=True, reference=_edp_reference),
+    # the edp core scales by exp(2 tau |q| |k|) before the exp(-tau |q|^2) factor
+    Kernel("rbf", "exp(-tau ||q - k||^2)", "tau",
+           lambda q, k, t: -t * _pair_sq(q, k),
+           lambda t, nq, nk, qk, d: 2.0 * t * nq * nk,
+           drifts=_rbf_drifts),
+    Kernel("l2", "tau ||q - k||", "tau",
+           lambda q, k, t: np.log(t * np.sqrt(_pair_sq(q, k))),
+           lambda t, nq, nk, qk, d: _floor_log(t * (nq + nk)),
+           logkappa=_log_l2),
+    # sum_l min(b q_l, b k_l) <= b (|q|_1 + |k|_1) / 2 <= b sqrt(d) max(|q|, |k|)
+    Kernel("intersection", "exp(sum_l min(beta q_l, beta k_l))", "beta",
+           lambda q, k, b: np.minimum(b * q[:, None, :], b * k[None, :, :]).sum(-1),
+           lambda b, nq, nk, qk, d: b * np.sqrt(d) * max(nq, nk),
+           logkappa=_log_intersection),
+    Kernel("quadratic", "(<q, k> + gamma)^2", "gamma",
+           lambda q, k, g: 2.0 * np.log(np.abs(q @ k.T + g)),
+           lambda g, nq, nk, qk, d: 2.0 * _floor_log(nq * nk + abs(g)),
+           logkappa=_log_quadratic),
+)}
+
+
+@dataclass(frozen=True)
+class UsaScale:
+    """A USA normalisation ``e^{-c} / n``; ``c = beta`` for the time change, else 0."""
+
+    name: str
+    description: str
+    time_change: bool
+
+    def shift(self, beta: float) -> float:
+        """The shift ``c`` of the log-weights."""
+        return float(beta) if self.time_change else 0.0
+
+
+#: USA normalisations (``usa_scale=``).
+USA_SCALES: dict[str, UsaScale] = {s.name: s for s in (
+    UsaScale("n", "weights divided by n", False),
+    UsaScale("n_exp_beta", "weights divided by n e^beta (a time change; edp kernel)", True),
+)}

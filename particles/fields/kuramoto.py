@@ -31,10 +31,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import ndtr, ndtri
 
 from particles._numba import jit, prange, specialize
-from particles.config import freeze_omega, parse_omega
+from particles.fields.frequencies import OMEGA_DISTRIBUTIONS, freeze_omega, parse_omega
 from particles.seeds import frequencies_rng
 
 if TYPE_CHECKING:
@@ -99,7 +98,7 @@ def resolve_frequencies(omega: str | ArrayLike | None, n: int, *,
     ----------
     omega : None, str or array_like, shape (n,)
         None (all zero), a distribution ``"NAME:WIDTH[:CENTER]"`` (see
-        :data:`particles.config.OMEGA_DISTRIBUTIONS`) or ``n`` numbers.
+        :data:`particles.fields.frequencies.OMEGA_DISTRIBUTIONS`) or ``n`` numbers.
     n : int
         Number of oscillators.
     seed : int, optional
@@ -136,11 +135,7 @@ def resolve_frequencies(omega: str | ArrayLike | None, n: int, *,
                          f"omega={frozen!r}")
     name, width, center = parse_omega(frozen)
     rng = frequencies_rng(seed, system)
-    if name == "lorentzian":
-        return center + width * rng.standard_cauchy(n)
-    if name == "gaussian":
-        return center + width * rng.standard_normal(n)
-    return center + width * rng.uniform(-1.0, 1.0, n)
+    return center + width * OMEGA_DISTRIBUTIONS[name].draw(rng, n)
 
 
 def quantile_frequencies(spec: str, n: int, *, cutoff: float | None = None) -> np.ndarray:
@@ -158,7 +153,7 @@ def quantile_frequencies(spec: str, n: int, *, cutoff: float | None = None) -> n
     ----------
     spec : str
         ``"NAME:WIDTH"`` or ``"NAME:WIDTH:CENTER"`` (see
-        :data:`particles.config.OMEGA_DISTRIBUTIONS`).
+        :data:`particles.fields.frequencies.OMEGA_DISTRIBUTIONS`).
     n : int
         Number of oscillators, >= 1.
     cutoff : float, optional
@@ -179,15 +174,7 @@ def quantile_frequencies(spec: str, n: int, *, cutoff: float | None = None) -> n
     if width == 0.0:
         return np.full(n, center)
     c = math.inf if cutoff is None else cutoff / width  # cutoff in units of the width
-    if name == "lorentzian":
-        a = math.atan(c) if math.isfinite(c) else 0.5 * math.pi
-        x = np.tan(a * (2.0 * u - 1.0))
-    elif name == "gaussian":
-        lo = float(ndtr(-c))
-        x = ndtri(lo + (1.0 - 2.0 * lo) * u)
-    else:
-        x = min(c, 1.0) * (2.0 * u - 1.0)
-    return center + width * x
+    return center + width * OMEGA_DISTRIBUTIONS[name].quantile(u, c)
 
 
 def kuramoto_reference(X: np.ndarray, omega: np.ndarray, *, coupling: float = 1.0,

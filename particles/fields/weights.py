@@ -21,6 +21,8 @@ norms grow like ``sqrt(d)`` (measured about ``2.6 sqrt(d)`` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,22 +32,97 @@ from particles.seeds import weights_rng
 if TYPE_CHECKING:
     from particles.config import SimulationConfig
 
+@dataclass(frozen=True)
+class QKEnsemble:
+    """A registered ensemble of ``(Q, K)``, one head at a time.
+
+    Attributes
+    ----------
+    name, description : str
+    random : bool
+        Whether it draws from the seed (``"given"`` does not).
+    draw : callable
+        ``draw(rng, d, Q, K) -> (Q, K)``: one head's matrices (d, d) from
+        ``rng`` (None when not ``random``) and the configuration's ``Q, K``.
+    uses_given : bool
+        Whether it uses the configuration's ``Q, K`` (others replace them).
+    """
+
+    name: str
+    description: str
+    random: bool
+    draw: Callable[[np.random.Generator | None, int, np.ndarray, np.ndarray],
+                   tuple[np.ndarray, np.ndarray]]
+    uses_given: bool = False
+
+    def __str__(self) -> str:
+        return self.description
+
+
+@dataclass(frozen=True)
+class VEnsemble:
+    """A registered ensemble of ``V``, drawn after the head's ``Q, K``.
+
+    Attributes
+    ----------
+    name, description : str
+    random : bool
+        Whether it draws from the seed.
+    draw : callable
+        ``draw(rng, d, Q, K, V) -> V``: one head's value matrix (d, d) from
+        ``rng``, that head's ``Q, K`` and the configuration's ``V``.
+    uses_given : bool
+        Whether it uses the configuration's ``V`` (others replace it, so a
+        given ``V`` would be silently ignored).
+    """
+
+    name: str
+    description: str
+    random: bool
+    draw: Callable[..., np.ndarray]
+    uses_given: bool = False
+
+    def __str__(self) -> str:
+        return self.description
+
+
+def _gaussian_qk(rng, d, Q, K):
+    g1, g2 = rng.standard_normal((2, d, d))
+    return g1.T / d**0.25, g2 / d**0.25
+
+
+def _goe_qk(rng, d, Q, K):
+    g = rng.standard_normal((d, d))
+    return np.eye(d), (g + g.T) / np.sqrt(2.0)
+
+
+def _wwt_v(rng, d, Q, K, V):
+    w = rng.standard_normal((d, d))
+    return w @ w.T / np.sqrt(d)
+
+
 #: ensembles of the bilinear form Q^T K (DESIGN.md section 1).
-QK_WEIGHTS: dict[str, str] = {
-    "given": "the configuration's Q and K",
-    "gaussian": "Q^T K = G1 G2 / sqrt(d), G1, G2 i.i.d. standard Gaussian "
-    "(Q = G1^T / d^(1/4), K = G2 / d^(1/4)); non-symmetric (non-Mercer)",
-    "goe": "Q = I, K = (G + G^T) / sqrt(2), G i.i.d. standard Gaussian (GOE)",
-}
+QK_WEIGHTS: dict[str, QKEnsemble] = {e.name: e for e in (
+    QKEnsemble("given", "the configuration's Q and K", False, lambda rng, d, Q, K: (Q, K),
+               uses_given=True),
+    QKEnsemble("gaussian", "Q^T K = G1 G2 / sqrt(d), G1, G2 i.i.d. standard Gaussian "
+               "(Q = G1^T / d^(1/4), K = G2 / d^(1/4)); non-symmetric (non-Mercer)",
+               True, _gaussian_qk),
+    QKEnsemble("goe", "Q = I, K = (G + G^T) / sqrt(2), G i.i.d. standard Gaussian (GOE)",
+               True, _goe_qk),
+)}
 
 #: ensembles of the value matrix V.
-V_WEIGHTS: dict[str, str] = {
-    "given": "the configuration's V",
-    "wwt": "V = W W^T / sqrt(d), W i.i.d. standard Gaussian (positive semi-definite)",
-    "qk": "V = Q^T K (of the same head)",
-    "minus_qk": "V = -Q^T K (of the same head)",
-    "identity": "V = I",
-}
+V_WEIGHTS: dict[str, VEnsemble] = {e.name: e for e in (
+    VEnsemble("given", "the configuration's V", False, lambda rng, d, Q, K, V: V,
+              uses_given=True),
+    VEnsemble("wwt", "V = W W^T / sqrt(d), W i.i.d. standard Gaussian (positive "
+              "semi-definite)", True, _wwt_v),
+    VEnsemble("qk", "V = Q^T K (of the same head)", False, lambda rng, d, Q, K, V: Q.T @ K),
+    VEnsemble("minus_qk", "V = -Q^T K (of the same head)", False,
+              lambda rng, d, Q, K, V: -1.0 * (Q.T @ K)),
+    VEnsemble("identity", "V = I", False, lambda rng, d, Q, K, V: np.eye(d)),
+)}
 
 
 #: whether the systems of an ensemble share their random weights.
@@ -61,7 +138,7 @@ WEIGHT_DRAWS: dict[str, str] = {
 def is_random(config: SimulationConfig) -> bool:
     """Whether the configuration draws any weights from its seed (``V = +-Q^T K``
     of given Q and K is fixed, not drawn)."""
-    return config.weights != "given" or config.value_weights == "wwt"
+    return QK_WEIGHTS[config.weights].random or V_WEIGHTS[config.value_weights].random
 
 
 def per_system(config: SimulationConfig) -> bool:
@@ -115,23 +192,9 @@ def draw_weights(config: SimulationConfig, layer: int = 0, system: int | None = 
     Q = np.empty((H, d, d))
     K = np.empty((H, d, d))
     V = np.empty((H, d, d))
+    qk, v = QK_WEIGHTS[config.weights], V_WEIGHTS[config.value_weights]
     for h in range(H):
-        if config.weights == "gaussian":
-            g1, g2 = rng.standard_normal((2, d, d))
-            Q[h], K[h] = g1.T / d**0.25, g2 / d**0.25
-        elif config.weights == "goe":
-            g = rng.standard_normal((d, d))
-            Q[h], K[h] = np.eye(d), (g + g.T) / np.sqrt(2.0)
-        else:
-            Q[h], K[h] = Qg, Kg
-        vw = config.value_weights
-        if vw == "wwt":
-            w = rng.standard_normal((d, d))
-            V[h] = w @ w.T / np.sqrt(d)
-        elif vw in ("qk", "minus_qk"):
-            V[h] = (1.0 if vw == "qk" else -1.0) * (Q[h].T @ K[h])
-        elif vw == "identity":
-            V[h] = np.eye(d)
-        else:
-            V[h] = Vg
+        # per head: the Q^T K draw, then the V draw (the documented order)
+        Q[h], K[h] = qk.draw(rng, d, Qg, Kg)
+        V[h] = v.draw(rng, d, Q[h], K[h], Vg)
     return Q, K, V
