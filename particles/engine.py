@@ -32,9 +32,10 @@ from particles.integrators.driver import (
     adaptive_runner,
     fixed_runner,
 )
+from particles.integrators.noise import no_keys
 from particles.observables import compute_observables
 from particles.progress import Progress
-from particles.seeds import init_rng, seed_sequences  # noqa: F401 (re-export)
+from particles.seeds import init_rng, noise_keys, seed_sequences  # noqa: F401 (re-export)
 from particles.trajectory import Frame, Trajectory
 
 #: one system with at least this many tokens is parallelised over rows.
@@ -222,8 +223,13 @@ def iter_frames(
     else:
         runner = adaptive_runner(config.integrator, drift, layout, field.select)
         stats = np.zeros((B, 3), dtype=np.int64)
+        hs = np.empty(B)
         if step_counts is not None:
             stats[:, :2] = np.asarray(step_counts, dtype=np.int64).reshape(B, 2)
+
+    # the counter-based noise state: one key per system (the step counter is
+    # ``step`` for fixed steps, the attempt count for adaptive ones)
+    keys = noise_keys(config.seed, B) if integrator.stochastic else no_keys(B)
 
     def frame(index: int, step: int) -> Frame:
         obs = compute_observables(X, config.beta, masses, nthreads=nthreads)
@@ -244,15 +250,16 @@ def iter_frames(
                 layer_now, p = layer, field.layer_params(layer)
             with _blas_guard(field, layout):
                 if integrator.adaptive:
-                    runner(X, a, b, min(config.dt, b - a), p, wsize,
-                           config.rtol, config.atol, config.max_steps, stats)
+                    hs[:] = min(config.dt, b - a)
+                    runner(X, a, b, hs, p, wsize, config.rtol, config.atol,
+                           config.max_steps, stats, keys)
                 else:
                     # equal steps that land exactly on the save (or layer) time
                     nsteps = max(1, math.ceil((b - a) / config.dt - 1e-9))
                     if step + nsteps > config.max_steps:
                         raise IntegrationError(
                             f"max_steps={config.max_steps} reached at t={a:g}; raise max_steps")
-                    runner(X, nsteps, (b - a) / nsteps, p, wsize)
+                    runner(X, a, nsteps, (b - a) / nsteps, p, wsize, keys, step)
                     step += nsteps
         if integrator.adaptive:
             step = k
