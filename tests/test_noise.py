@@ -134,3 +134,69 @@ def test_runners_pass_time_key_and_counter(monkeypatch):
             np.testing.assert_allclose(X[b, 3:9, 2], want, rtol=4e-16, atol=4e-16)
             assert not X[b, :3].any() and not X[b, 9:].any()
         assert X[0, 3, 2] != X[1, 3, 2]  # one key per system
+
+
+# --- an Euler-Maruyama stepper written against the contract, as the next issue will
+# add it: one module (these names) plus one registry line (monkeypatched here).
+# Convention: a stochastic stepper reads its amplitude sigma from the last entry of
+# p and hands the drift p[:-1].
+em_drift = None
+
+
+def _em_step(X, t, h, p, ws, S, key, counter):
+    f, z = S[0], S[1]
+    em_drift(X, p[:-1], f, ws)
+    fill_normals(key, counter, 0, z)
+    c = p[-1] * np.sqrt(h)
+    n, d = X.shape
+    for i in range(n):
+        for a in range(d):
+            X[i, a] += h * f[i, a] + c * z[i, a]
+
+
+class _EulerMaruyama:
+    ORDER = 1
+    STRONG_ORDER = 0.5
+    SPACES = ("flat",)
+    STAGES = 2
+
+    @staticmethod
+    def make_step(drift, space="flat"):
+        return specialize(_em_step, "em", em_drift=drift)
+
+
+@jit
+def _decay(X, p, out, ws):
+    lam = p[0]
+    n, d = X.shape
+    for i in range(n):
+        for a in range(d):
+            out[i, a] = -lam * X[i, a]
+
+
+def test_a_stochastic_stepper_is_one_module_and_one_registry_line(monkeypatch):
+    from particles.integrators import Integrator
+
+    monkeypatch.setitem(INTEGRATORS, "_em", Integrator("_em", _EulerMaruyama, "test SDE"))
+    assert INTEGRATORS["_em"].stochastic and INTEGRATORS["_em"].strong_order == 0.5
+    B, n, d, h, nsteps, lam, sigma = 3, 5, 2, 0.01, 40, 0.7, 0.3
+    keys = np.stack([noise_key(9, b) for b in range(B)])
+    X0 = np.random.default_rng(0).normal(size=(B, n, d))
+    p = (lam, sigma)
+    # NumPy twin of the whole run
+    want = X0.copy()
+    for k in range(nsteps):
+        for b in range(B):
+            want[b] += h * (-lam * want[b]) + sigma * np.sqrt(h) * normals_reference(
+                keys[b], k, 0, n, d)
+    for layout in ("batch", "serial"):
+        run = fixed_runner("_em", _decay, layout, space="flat")
+        X = X0.copy()
+        run(X, 0.0, nsteps // 2, h, p, 1, keys, 0)
+        run(X, 0.2, nsteps // 2, h, p, 1, keys, nsteps // 2)  # a save point in between
+        np.testing.assert_allclose(X, want, rtol=1e-13, atol=1e-14)
+        # each system alone (a batch split) gives the same numbers bit for bit
+        for b in range(B):
+            Y = X0[b:b + 1].copy()
+            run(Y, 0.0, nsteps, h, p, 1, keys[b:b + 1], 0)
+            np.testing.assert_array_equal(Y[0], X[b])
