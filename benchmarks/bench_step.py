@@ -31,6 +31,7 @@ from particles.config import SimulationConfig
 from particles.engine import _blas_guard, execution_plan
 from particles.fields import build_field
 from particles.integrators.driver import fixed_runner
+from particles.integrators.noise import no_keys
 
 CASES = [
     # (label, n, d, batch)
@@ -84,7 +85,7 @@ def particles_step_time(n: int, d: int, batch: int | None, beta: float, h: float
 
     def go():
         with _blas_guard(field, layout):
-            run(X, steps, h, field.params, wsize)
+            run(X, 0.0, steps, h, field.params, wsize, no_keys(X.shape[0]), 0)
 
     return _time(go) / steps, f"{field.name}/{layout}"
 
@@ -112,9 +113,9 @@ def memory_case(n: int = 100_000, d: int = 3) -> None:
     X = np.random.default_rng(0).normal(size=(1, n, d))
     X /= np.linalg.norm(X, axis=-1, keepdims=True)
     t0 = time.perf_counter()
-    run(X, 1, 0.01, field.params, wsize)
+    run(X, 0.0, 1, 0.01, field.params, wsize, no_keys(1), 0)
     t1 = time.perf_counter()
-    run(X, 1, 0.01, field.params, wsize)
+    run(X, 0.0, 1, 0.01, field.params, wsize, no_keys(1), 0)
     t2 = time.perf_counter()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"n={n} d={d}: first step (with compile) {t1 - t0:.1f} s, step {t2 - t1:.2f} s, "

@@ -28,6 +28,7 @@ from particles.engine import _blas_guard, execution_plan
 from particles.fields import build_field
 from particles.fields.weights import draw_layer
 from particles.integrators.driver import fixed_runner
+from particles.integrators.noise import no_keys
 
 CASES = [
     # (n, d, batch)
@@ -58,7 +59,7 @@ def particles_time(config: SimulationConfig, steps: int) -> float:
 
     def go():
         with _blas_guard(field, layout):
-            run(X, steps, H, field.params, wsize)
+            run(X, 0.0, steps, H, field.params, wsize, no_keys(X.shape[0]), 0)
 
     return _time(go) / steps
 

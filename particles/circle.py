@@ -18,16 +18,16 @@ angle form solved here is the generalized Kuramoto model
 
 With ``omega = 0`` and ``c = 1`` these are exactly the embedded d = 2
 dynamics of ``simulate(..., d=2, model=...)`` for ``x_i = (cos theta_i, sin
-theta_i)``; at ``beta = 0`` all three are the Kuramoto model.  The SA/USA
-kernels stream pairs (O(n^2) time, O(n) memory: no n x n matrix), with the
-vectorised exp and the softmax shift ``beta + max log m`` (exact row maximum
-on the circle, where ``cos(theta_j - theta_i) <= 1`` with equality at j = i).
+theta_i)``; at ``beta = 0`` all three are the Kuramoto model.  The drifts
+live in :mod:`particles.fields.angle`.
 
-Integrators (fixed-step ``rk4``, adaptive ``dopri5`` with the Dormand-Prince
-5(4) pair, FSAL and the standard step-size controller) act on the angle vector
-(n,) directly: the state is not on a sphere and needs no projection.  The
-phases are kept continuous (no reduction mod 2 pi), so
-``theta[-1] - theta[0]`` counts whole turns.
+This module is thin: the angle form is a *flat space* on the engine's
+integrators, runners and save-point loop (:func:`particles.engine.march`):
+fixed-step ``rk4`` and adaptive ``dopri5`` (Dormand-Prince 5(4), FSAL, the
+standard step-size controller, each angle's error against ``atol + rtol``)
+act on the phases, shaped (n, 1), with no projection.  The phases are kept
+continuous (no reduction mod 2 pi), so ``theta[-1] - theta[0]`` counts whole
+turns.
 
 Public API: :func:`simulate_angles` -> :class:`AngleTrajectory`,
 :func:`angle_velocity` (compiled) and :func:`angle_velocity_reference`
@@ -37,29 +37,29 @@ Public API: :func:`simulate_angles` -> :class:`AngleTrajectory`,
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
-from functools import cache
 
 import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
-from particles._numba import jit, prange, specialize
-from particles.circle_analysis import OrderParameter, order_parameter
 from particles.config import USA_SCALES, SimulationConfig, check_coupling
-from particles.engine import ROWS_PARALLEL_MIN_N
-from particles.errors import IntegrationError, StepSizeWarning
-from particles.fastexp import exp_scalar
-from particles.fields.kuramoto import BLOCK, block_total, resolve_frequencies
-from particles.integrators.dopri5 import _A, _B, _E  # the DOPRI5 tableau, shared
-from particles.integrators.driver import (
-    STATUS_MAX_STEPS,
-    STATUS_OK,
-    STATUS_STEP_UNDERFLOW,
-    step_factor,
+from particles.engine import ROWS_PARALLEL_MIN_N, check_step_size, march
+from particles.fields.angle import (
+    ANGLE_MODELS,
+    OrderParameter,
+    angle_drift,
+    angle_params,
+    angle_velocity_reference,
+    angle_workspace,
+    order_parameter,
 )
+from particles.fields.kuramoto import resolve_frequencies
+from particles.integrators import INTEGRATORS
+from particles.integrators.driver import adaptive_runner, fixed_runner
+from particles.integrators.noise import no_keys
 from particles.sphere import angles_to_circle
+from particles.trajectory import Trajectory
 
 __all__ = [
     "ANGLE_INTEGRATORS",
@@ -70,288 +70,12 @@ __all__ = [
     "simulate_angles",
 ]
 
-#: models of the angle form: name -> coupling function h.
-ANGLE_MODELS: dict[str, str] = {
-    "sa": "h = exp(beta cos) sin, normalised by sum_j m_j exp(beta cos)",
-    "usa": "h = exp(beta cos - s) sin / N, s = 0 or beta (usa_scale)",
-    "kuramoto": "h = sin / N, O(n) via the order parameter",
-}
-
-#: integrators of the angle form: name -> description.
+#: integrators of the angle form (registry entries with the flat space): name -> description.
 ANGLE_INTEGRATORS: dict[str, str] = {
     "rk4": "classical Runge-Kutta, fixed step, order 4",
     "dopri5": "adaptive Dormand-Prince 5(4), FSAL, rtol/atol control",
 }
-
-#: a row whose weights sum below this had a shift far above its true maximum
-#: (possible only with masses spanning > 1e100): recomputed with the exact one.
-_TINY_Z = 1e-100
-
-
-# ------------------------------------------------------------------ references
-def angle_velocity_reference(
-    theta: ArrayLike,
-    *,
-    model: str = "kuramoto",
-    beta: float = 0.0,
-    coupling: float = 1.0,
-    omega: ArrayLike | None = None,
-    usa_scale: str = "n",
-    masses: ArrayLike | None = None,
-) -> np.ndarray:
-    """Plain NumPy angular velocities (n x n matrices), the oracle of the kernels.
-
-    Parameters
-    ----------
-    theta : array_like, shape (n,)
-        Phases.
-    model : {"sa", "usa", "kuramoto"}
-        Coupling function (see the module docstring).
-    beta : float
-        Inverse temperature (unused by ``kuramoto``).
-    coupling : float
-        Coupling strength ``c``.
-    omega : array_like, shape (n,), optional
-        Natural frequencies (zeros when None).
-    usa_scale : {"n", "n_exp_beta"}
-        USA normalisation.
-    masses : array_like, shape (n,), optional
-        Weights (ones when None).
-
-    Returns
-    -------
-    ndarray, shape (n,)
-        ``dtheta_i/dt``.
-    """
-    th = np.asarray(theta, dtype=np.float64)
-    n = th.shape[0]
-    m = np.ones(n) if masses is None else np.asarray(masses, dtype=np.float64)
-    w = np.zeros(n) if omega is None else np.asarray(omega, dtype=np.float64)
-    D = th[None, :] - th[:, None]  # D[i, j] = theta_j - theta_i
-    if model == "kuramoto":
-        v = (np.sin(D) @ m) / m.sum()
-    else:
-        S = beta * np.cos(D) + np.log(m)[None, :]
-        M = S.max(axis=1)
-        W = np.exp(S - M[:, None])
-        A = (W * np.sin(D)).sum(axis=1)
-        if model == "sa":
-            v = A / W.sum(axis=1)
-        else:
-            shift = beta if usa_scale == "n_exp_beta" else 0.0
-            v = A * np.exp(M - shift) / m.sum()
-    return w + coupling * v
-
-
-# --------------------------------------------------------------------- kernels
-@jit
-def _row_sums(ci, si, C, S, logm, beta, shift):
-    """``(Z, A) = sum_j w_j (1, sin(theta_j - theta_i))`` with
-    ``w_j = exp(beta cos(theta_j - theta_i) + log m_j - shift)``; one fused,
-    vectorised pass (cosines and sines of differences from C, S)."""
-    Z = 0.0
-    A = 0.0
-    for j in range(C.shape[0]):
-        cj = C[j]
-        sj = S[j]
-        w = exp_scalar(beta * (cj * ci + sj * si) + logm[j] - shift)
-        Z += w
-        A += w * (sj * ci - cj * si)
-    return Z, A
-
-
-@jit
-def _row_max(ci, si, C, S, logm, beta):
-    """Exact maximum of ``beta cos(theta_j - theta_i) + log m_j`` (rare slow path)."""
-    mx = -np.inf
-    for j in range(C.shape[0]):
-        mx = max(mx, beta * (C[j] * ci + S[j] * si) + logm[j])
-    return mx
-
-
-NORMALIZED = True  # bound per specialisation
-
-
-def _attention_rhs(theta, p, out, ws):
-    """SA (NORMALIZED) or USA angular velocities of theta (n,) into out (n,).
-
-    ``ws`` (float64, length >= 2 n) receives cos and sin of the phases.
-    """
-    omega, _m, logm, beta, coupling, usa_shift, inv_mass = p
-    n = theta.shape[0]
-    C = ws[0:n]
-    S = ws[n:2 * n]
-    lmax = -np.inf
-    for j in range(n):
-        lmax = max(lmax, logm[j])
-    for i in prange(n):
-        C[i] = np.cos(theta[i])
-        S[i] = np.sin(theta[i])
-    for i in prange(n):
-        ci = C[i]
-        si = S[i]
-        shift = beta + lmax
-        Z, A = _row_sums(ci, si, C, S, logm, beta, shift)
-        if Z < _TINY_Z:
-            shift = _row_max(ci, si, C, S, logm, beta)
-            Z, A = _row_sums(ci, si, C, S, logm, beta, shift)
-        if NORMALIZED:
-            v = A / Z
-        else:
-            v = A * (np.exp(shift - usa_shift) * inv_mass)
-        out[i] = omega[i] + coupling * v
-
-
-def _kuramoto_rhs(theta, p, out, ws):
-    """Kuramoto angular velocities, O(n): ``omega_i + c Im(z e^{-i theta_i})``.
-
-    ``ws`` holds cos and sin of the phases (2 n) then the per-block partial
-    sums of ``z`` (``2 ceil(n / BLOCK)``).
-    """
-    omega, m, _logm, _beta, coupling, _usa_shift, inv_mass = p
-    n = theta.shape[0]
-    C = ws[0:n]
-    S = ws[n:2 * n]
-    part = ws[2 * n:]
-    nblocks = (n + BLOCK - 1) // BLOCK
-    for b in prange(nblocks):
-        lo = b * BLOCK
-        hi = min(n, lo + BLOCK)
-        s0 = 0.0
-        s1 = 0.0
-        for i in range(lo, hi):
-            c = np.cos(theta[i])
-            s = np.sin(theta[i])
-            C[i] = c
-            S[i] = s
-            s0 += m[i] * c
-            s1 += m[i] * s
-        part[2 * b] = s0
-        part[2 * b + 1] = s1
-    z0, z1 = block_total(part, nblocks, coupling * inv_mass)
-    for b in prange(nblocks):
-        lo = b * BLOCK
-        hi = min(n, lo + BLOCK)
-        for i in range(lo, hi):
-            out[i] = omega[i] + (z1 * C[i] - z0 * S[i])
-
-
-_KERNELS = {
-    ("sa", False): specialize(_attention_rhs, "sa_serial", NORMALIZED=True),
-    ("sa", True): specialize(_attention_rhs, "sa_parallel", parallel=True, NORMALIZED=True),
-    ("usa", False): specialize(_attention_rhs, "usa_serial", NORMALIZED=False),
-    ("usa", True): specialize(_attention_rhs, "usa_parallel", parallel=True, NORMALIZED=False),
-    ("kuramoto", False): specialize(_kuramoto_rhs, "serial"),
-    ("kuramoto", True): specialize(_kuramoto_rhs, "parallel", parallel=True),
-}
-
-
-def _workspace(n: int) -> int:
-    return 2 * n + 2 * ((n + BLOCK - 1) // BLOCK)
-
-
-def _params(n: int, beta: float, coupling: float, omega: np.ndarray, usa_scale: str,
-            masses: np.ndarray | None) -> tuple:
-    m = np.ones(n) if masses is None else np.ascontiguousarray(masses, dtype=np.float64)
-    usa_shift = float(beta) if usa_scale == "n_exp_beta" else 0.0
-    return (np.ascontiguousarray(omega, dtype=np.float64), m, np.log(m), float(beta),
-            float(coupling), usa_shift, 1.0 / float(m.sum()))
-
-
-# ------------------------------------------------------------------ integrators
-rhs = None  # bound per specialisation
-
-
-def _rk4_run(theta, nsteps, h, p, ws, K):
-    """Advance theta (n,) in place by nsteps RK4 steps of size h; K (5, n) scratch."""
-    n = theta.shape[0]
-    k1, k2, k3, k4, tt = K[0], K[1], K[2], K[3], K[4]
-    c = h / 6.0
-    for _ in range(nsteps):
-        rhs(theta, p, k1, ws)
-        for i in range(n):
-            tt[i] = theta[i] + 0.5 * h * k1[i]
-        rhs(tt, p, k2, ws)
-        for i in range(n):
-            tt[i] = theta[i] + 0.5 * h * k2[i]
-        rhs(tt, p, k3, ws)
-        for i in range(n):
-            tt[i] = theta[i] + h * k3[i]
-        rhs(tt, p, k4, ws)
-        for i in range(n):
-            theta[i] += c * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i])
-
-
-
-
-def _dopri5_run(theta, t0, t1, hs, p, ws, K, rtol, atol, max_steps, st):
-    """Advance theta (n,) from t0 to exactly t1 with adaptive DOPRI5 steps.
-
-    ``hs`` (1,) holds the proposed step, in and out (carried between save
-    points); K (9, n) scratch; ``st`` (3,) int64 accumulates accepted and
-    rejected steps and receives a status code.  The error of each angle is
-    measured against ``atol + rtol`` (radians on the unit circle), not
-    against ``|theta|``, which grows without bound in the continuous lift.
-    """
-    n = theta.shape[0]
-    tt = K[7]
-    tn = K[8]
-    sc = atol + rtol
-    rhs(theta, p, K[0], ws)
-    t = t0
-    h = hs[0]
-    span = t1 - t0
-    tiny = 1e-14 * max(1.0, abs(t1))
-    while t1 - t > tiny:
-        if st[0] + st[1] >= max_steps:
-            st[2] = STATUS_MAX_STEPS
-            return
-        last = h >= t1 - t
-        hh = t1 - t if last else h
-        for s in range(1, 6):
-            for i in range(n):
-                acc = 0.0
-                for r in range(s):
-                    acc += _A[s, r] * K[r, i]
-                tt[i] = theta[i] + hh * acc
-            rhs(tt, p, K[s], ws)
-        for i in range(n):
-            acc = 0.0
-            for r in range(6):
-                acc += _B[r] * K[r, i]
-            tn[i] = theta[i] + hh * acc
-        rhs(tn, p, K[6], ws)
-        tot = 0.0
-        for i in range(n):
-            e = 0.0
-            for r in range(7):
-                e += _E[r] * K[r, i]
-            q = hh * e / sc
-            tot += q * q
-        err = np.sqrt(tot / n)
-        if err <= 1.0:
-            for i in range(n):
-                theta[i] = tn[i]
-                K[0, i] = K[6, i]  # first same as last
-            t = t1 if last else t + hh
-            st[0] += 1
-            # a truncated last step says nothing about the step to propose next
-            h = max(h, hh * step_factor(err, 5)) if last else hh * step_factor(err, 5)
-        else:
-            st[1] += 1
-            h = hh * step_factor(err, 5)
-        if not h > 1e-14 * max(span, 1e-300):
-            st[2] = STATUS_STEP_UNDERFLOW
-            return
-    hs[0] = h
-
-
-@cache
-def _runner(integrator: str, model: str, parallel: bool):
-    kernel = _KERNELS[(model, parallel)]
-    template = _rk4_run if integrator == "rk4" else _dopri5_run
-    return specialize(template, f"{model}_{'parallel' if parallel else 'serial'}", cache=True,
-                      rhs=kernel)
+assert all("flat" in INTEGRATORS[name].spaces for name in ANGLE_INTEGRATORS)
 
 
 def angle_velocity(
@@ -380,10 +104,10 @@ def angle_velocity(
     _check_model(model, beta, usa_scale)
     w = resolve_frequencies(omega, n)
     par = _use_parallel(n) if parallel is None else bool(parallel)
-    p = _params(n, beta, check_coupling(coupling), w, usa_scale, _check_masses(masses, n))
-    out = np.empty(n)
-    _KERNELS[(model, par)](th, p, out, np.empty(_workspace(n)))
-    return out
+    p = angle_params(n, beta, check_coupling(coupling), w, usa_scale, _check_masses(masses, n))
+    out = np.empty((n, 1))
+    angle_drift(model, par)(th.reshape(n, 1), p, out, np.empty(angle_workspace(n)))
+    return out[:, 0]
 
 
 # ----------------------------------------------------------------- validation
@@ -499,6 +223,23 @@ class AngleTrajectory:
         """``r e^{i psi}`` at every frame (``r``, ``psi`` of shape (frames,))."""
         return order_parameter(self.theta, self.masses)
 
+    @classmethod
+    def from_trajectory(cls, trajectory: Trajectory, *, omega: np.ndarray, model: str,
+                        integrator: str, beta: float, coupling: float, usa_scale: str = "n",
+                        masses: np.ndarray | None = None,
+                        seed: int | None = None) -> AngleTrajectory:
+        """The angle view of an engine :class:`~particles.trajectory.Trajectory` in the
+        flat space (positions of shape (frames, n, 1); observables
+        ``accepted_steps`` and ``rejected_steps`` when adaptive)."""
+        obs = trajectory.observables
+        steps = obs["accepted_steps"] if "accepted_steps" in obs else trajectory.steps
+        rejected = obs.get("rejected_steps", np.zeros(trajectory.frames))
+        return cls(times=trajectory.times, theta=trajectory.positions[..., 0], omega=omega,
+                   steps=np.asarray(steps, dtype=np.int64),
+                   rejected=np.asarray(rejected, dtype=np.int64), model=model,
+                   integrator=integrator, beta=beta, coupling=coupling, usa_scale=usa_scale,
+                   masses=masses, seed=seed)
+
     def __repr__(self) -> str:
         return (f"AngleTrajectory(model={self.model!r}, frames={self.frames}, n={self.n}, "
                 f"t_end={self.times[-1]:g})")
@@ -597,51 +338,37 @@ def simulate_angles(
     m = None if masses is None else timing.mass_array()
     times = timing.output_times()
     par = _use_parallel(n) if parallel is None else bool(parallel)
-    p = _params(n, beta, c, w, usa_scale, m)
-    run = _runner(integrator, model, par)
-    ws = np.empty(_workspace(n))
-    adaptive = integrator == "dopri5"
-    if not adaptive:
-        rate = _speed_bound(model, beta, c, w, usa_scale)
-        if dt * rate > 0.5:
-            warnings.warn(
-                f"dt * (speed bound {rate:.3g}) = {dt * rate:.3g} > 0.5: rk4 will be "
-                "inaccurate (phases move up to that many radians per step); reduce dt or "
-                "use integrator='dopri5'",
-                StepSizeWarning,
-                stacklevel=2,
-            )
-    K = np.empty((9 if adaptive else 5, n))
-    hs = np.array([float(dt)])
-    st = np.zeros(3, dtype=np.int64)
-    out = np.empty((times.shape[0], n))
+    p = angle_params(n, beta, c, w, usa_scale, m)
+    # the phases are one flat system of n rows with one coordinate each
+    drift, layout, space = angle_drift(model, par), "rows" if par else "serial", "flat"
+    adaptive = INTEGRATORS[integrator].adaptive
+    if adaptive:
+        runner = adaptive_runner(integrator, drift, layout, space=space)
+        stats = np.zeros((1, 3), dtype=np.int64)
+        hs = np.full(1, float(dt))  # carried from one save interval to the next
+    else:
+        check_step_size(_speed_bound(model, beta, c, w, usa_scale), dt, integrator,
+                        moving="phases", stacklevel=2)
+        runner = fixed_runner(integrator, drift, layout, space=space)
+        stats = hs = None
+    X = th.reshape(1, n, 1)
+    out = np.empty((times.shape[0], n, 1))
     steps = np.zeros(times.shape[0], dtype=np.int64)
-    rejected = np.zeros(times.shape[0], dtype=np.int64)
-    out[0] = th
-    for k in range(1, times.shape[0]):
-        t0, t1 = float(times[k - 1]), float(times[k])
+    obs = {name: np.zeros(times.shape[0]) for name in ("accepted_steps", "rejected_steps")}
+    out[0] = X[0]
+    for k, step in march(X, times, runner, adaptive=adaptive, dt=timing.dt,
+                         max_steps=timing.max_steps, params=p, wsize=angle_workspace(n),
+                         keys=no_keys(1), rtol=timing.rtol, atol=timing.atol, stats=stats,
+                         hs=hs, carry_step=True, state="phases"):
+        out[k] = X[0]
+        steps[k] = step
         if adaptive:
-            run(th, t0, t1, hs, p, ws, K, timing.rtol, timing.atol, timing.max_steps, st)
-            if st[2] != STATUS_OK:
-                why = "max_steps reached" if st[2] == STATUS_MAX_STEPS else "step size underflow"
-                raise IntegrationError(f"adaptive integration failed between t={t0:g} and "
-                                       f"t={t1:g}: {why}")
-        else:
-            # equal steps that land exactly on the save time
-            nsteps = max(1, math.ceil((t1 - t0) / timing.dt - 1e-9))
-            if st[0] + nsteps > timing.max_steps:
-                raise IntegrationError(
-                    f"max_steps={timing.max_steps} reached at t={t0:g}; raise max_steps")
-            run(th, nsteps, (t1 - t0) / nsteps, p, ws, K)
-            st[0] += nsteps
-        if not np.all(np.isfinite(th)):
-            raise IntegrationError(f"non-finite phases between t={t0:g} and t={t1:g}; "
-                                   "reduce dt")
-        out[k] = th
-        steps[k] = st[0]
-        rejected[k] = st[1]
-    return AngleTrajectory(
-        times=times, theta=out, omega=w, steps=steps, rejected=rejected, model=model,
-        integrator=integrator, beta=float(beta), coupling=c, usa_scale=usa_scale, masses=m,
+            obs["accepted_steps"][k], obs["rejected_steps"][k] = stats[0, :2]
+    # the engine's result (steps and observables as in ``simulate``), seen as angles
+    trajectory = Trajectory(times=times, steps=steps, positions=out,
+                            observables=obs if adaptive else {})
+    return AngleTrajectory.from_trajectory(
+        trajectory, omega=w, model=model, integrator=integrator, beta=float(beta),
+        coupling=c, usa_scale=usa_scale, masses=m,
         seed=timing.seed if isinstance(omega, str) else seed,
     )

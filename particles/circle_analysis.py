@@ -19,10 +19,16 @@ Works on embedded trajectories (positions of shape ``(frames, n, 2)``, from
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+# the order parameter lives with the angle form (the circle solvers use it)
+from particles.fields.angle import (
+    OrderParameter,
+    order_parameter,
+    order_parameter_from_positions,
+)
 
 __all__ = [
     "FrequencyLocking",
@@ -90,81 +96,6 @@ def phases(positions: ArrayLike) -> np.ndarray:
     if x.ndim < 3 or x.shape[-1] != 2:
         raise ValueError(f"positions must have shape (frames, ..., n, 2), got shape {x.shape}")
     return np.unwrap(np.arctan2(x[..., 1], x[..., 0]), axis=0)
-
-
-@dataclass(frozen=True)
-class OrderParameter:
-    """Kuramoto order parameter ``r e^{i psi}`` (per frame, per system).
-
-    Attributes
-    ----------
-    r : ndarray, shape (...)
-        Modulus in [0, 1]: 0 for an incoherent population, 1 when all phases
-        coincide.
-    psi : ndarray, shape (...)
-        Mean phase in (-pi, pi] (meaningless where ``r`` is ~0); follow it in
-        time with ``numpy.unwrap(psi, axis=0)``.
-    """
-
-    r: np.ndarray
-    psi: np.ndarray
-
-    @property
-    def z(self) -> np.ndarray:
-        """The complex order parameter ``r e^{i psi}``, shape (...)."""
-        return self.r * np.exp(1j * self.psi)
-
-
-def _order(c: np.ndarray, s: np.ndarray, m: np.ndarray | None) -> OrderParameter:
-    if m is None:
-        z0, z1 = c.mean(axis=-1), s.mean(axis=-1)
-    else:
-        z0, z1 = (c @ m) / m.sum(), (s @ m) / m.sum()
-    return OrderParameter(r=np.hypot(z0, z1), psi=np.arctan2(z1, z0))
-
-
-def order_parameter(theta: ArrayLike, masses: ArrayLike | None = None) -> OrderParameter:
-    """Order parameter of phases: ``r e^{i psi} = (1/N) sum_j m_j e^{i theta_j}``.
-
-    Parameters
-    ----------
-    theta : array_like, shape (..., n)
-        Phases (any leading axes: frames, batch).
-    masses : array_like, shape (n,), optional
-        Weights ``m_j > 0``, ``N = sum_j m_j`` (ones when None).
-
-    Returns
-    -------
-    OrderParameter
-        ``r`` and ``psi`` of shape (...).
-    """
-    th = _finite("theta", np.asarray(theta, dtype=np.float64))
-    if th.ndim < 1 or th.shape[-1] < 1:
-        raise ValueError(f"theta must have shape (..., n) with n >= 1, got shape {th.shape}")
-    return _order(np.cos(th), np.sin(th), _masses(masses, th.shape[-1]))
-
-
-def order_parameter_from_positions(positions: ArrayLike,
-                                   masses: ArrayLike | None = None) -> OrderParameter:
-    """Order parameter of points on the circle: the (weighted) mean of the rows.
-
-    Parameters
-    ----------
-    positions : array_like, shape (..., n, 2)
-        Points ``(cos theta_j, sin theta_j)`` (e.g. ``Trajectory.positions``).
-    masses : array_like, shape (n,), optional
-        Weights (ones when None).
-
-    Returns
-    -------
-    OrderParameter
-        ``r`` and ``psi`` of shape (...); ``r`` equals the ``order_parameter``
-        observable of :func:`particles.simulate`.
-    """
-    x = _finite("positions", np.asarray(positions, dtype=np.float64))
-    if x.ndim < 2 or x.shape[-1] != 2 or x.shape[-2] < 1:
-        raise ValueError(f"positions must have shape (..., n, 2), got shape {x.shape}")
-    return _order(x[..., 0], x[..., 1], _masses(masses, x.shape[-2]))
 
 
 class FrequencyLocking:

@@ -32,9 +32,10 @@ from particles.integrators.driver import (
     adaptive_runner,
     fixed_runner,
 )
+from particles.integrators.noise import no_keys
 from particles.observables import observe
 from particles.progress import Progress
-from particles.seeds import init_rng, seed_sequences  # noqa: F401 (re-export)
+from particles.seeds import init_rng, noise_keys, seed_sequences  # noqa: F401 (re-export)
 from particles.trajectory import Frame, Trajectory
 
 #: one system with at least this many tokens is parallelised over rows.
@@ -207,23 +208,20 @@ def iter_frames(
     layout, drift, wsize = execution_plan(config, field)
     nthreads = numba.get_num_threads()
     if not integrator.adaptive:
-        rate = field.speed
-        if rate is not None and config.dt * rate > 0.5:
-            hint = ", use usa_scale='n_exp_beta'" if config.model == "usa" else ""
-            warnings.warn(
-                f"dt * (speed bound {rate:.3g}) = {config.dt * rate:.3g} > 0.5: the fixed step "
-                f"{config.integrator!r} will be inaccurate (tokens move up to "
-                f"~{config.dt * rate:.2g} rad per step); reduce dt{hint} or use "
-                "integrator='dopri5'",
-                StepSizeWarning,
-                stacklevel=3,
-            )
+        hint = ", use usa_scale='n_exp_beta'" if config.model == "usa" else ""
+        check_step_size(field.speed, config.dt, config.integrator, hint=hint, stacklevel=4)
         runner = fixed_runner(config.integrator, drift, layout, field.select)
+        stats = hs = None
     else:
         runner = adaptive_runner(config.integrator, drift, layout, field.select)
         stats = np.zeros((B, 3), dtype=np.int64)
+        hs = np.empty(B)
         if step_counts is not None:
             stats[:, :2] = np.asarray(step_counts, dtype=np.int64).reshape(B, 2)
+
+    # the counter-based noise state: one key per system (the step counter is
+    # ``step`` for fixed steps, the attempt count for adaptive ones)
+    keys = noise_keys(config.seed, B) if integrator.stochastic else no_keys(B)
 
     def frame(index: int, step: int) -> Frame:
         obs = observe(config.observables, X, config.beta, masses, nthreads=nthreads)
@@ -232,43 +230,147 @@ def iter_frames(
             obs["rejected_steps"] = stats[:, 1].astype(np.float64)
         return Frame(index, step, float(times[index]), X.copy(), obs)
 
-    step = start_step
     if start == 0:
-        yield frame(0, step)
+        yield frame(0, start_step)
+    for k, step in march(
+        X, times, runner, adaptive=integrator.adaptive, dt=config.dt,
+        max_steps=config.max_steps, params=field.params, wsize=wsize, keys=keys,
+        rtol=config.rtol, atol=config.atol, stats=stats, hs=hs,
+        layer_time=config.layer_time, layer_params=field.layer_params,
+        guard=lambda: _blas_guard(field, layout), start=start, step=start_step,
+    ):
+        if progress is not None:
+            progress(float(times[k]))
+        yield frame(k, step)
+
+
+def check_step_size(rate: float | None, dt: float, integrator: str, *, moving: str = "tokens",
+                    hint: str = "", stacklevel: int = 2) -> None:
+    """Warn (:class:`StepSizeWarning`) when a fixed step ``dt`` times the speed
+    bound ``rate`` exceeds 0.5 rad (None: unknown bound, no warning)."""
+    if rate is None or not dt * rate > 0.5:
+        return
+    warnings.warn(
+        f"dt * (speed bound {rate:.3g}) = {dt * rate:.3g} > 0.5: the fixed step "
+        f"{integrator!r} will be inaccurate ({moving} move up to ~{dt * rate:.2g} rad per "
+        f"step); reduce dt{hint} or use integrator='dopri5'",
+        StepSizeWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def march(
+    X: np.ndarray,
+    times: np.ndarray,
+    runner: Callable,
+    *,
+    adaptive: bool,
+    dt: float,
+    max_steps: int,
+    params: tuple,
+    wsize: int,
+    keys: np.ndarray,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    stats: np.ndarray | None = None,
+    hs: np.ndarray | None = None,
+    carry_step: bool = False,
+    layer_time: float | None = None,
+    layer_params: Callable[[int], tuple] | None = None,
+    guard: Callable[[], Any] = nullcontext,
+    start: int = 0,
+    step: int = 0,
+    state: str = "positions",
+) -> Iterator[tuple[int, int]]:
+    """The one save-point loop: advance X through the save times, one compiled call
+    per interval (or layer segment).
+
+    Parameters
+    ----------
+    X : ndarray, shape (batch, n, d)
+        State at ``times[start]``, advanced in place.
+    times : ndarray, shape (frames,)
+        Save times.
+    runner : numba dispatcher
+        From :func:`~particles.integrators.driver.fixed_runner` or
+        :func:`~particles.integrators.driver.adaptive_runner` (``adaptive``).
+    dt : float
+        Fixed step (fixed runners: equal steps of at most ``dt`` that land on
+        every save and layer time), or initial step (adaptive runners).
+    max_steps : int
+        Bound on the steps (fixed) or attempts (adaptive) of the run.
+    params : tuple
+        Drift parameters of the first segment.
+    wsize : int
+        Drift scratch length.
+    keys : ndarray of uint64, shape (batch, 2)
+        Noise keys (:func:`particles.seeds.noise_keys`).
+    rtol, atol : float
+        Adaptive tolerances.
+    stats : ndarray of int64, shape (batch, 3), optional
+        Adaptive counters (accepted, rejected, status), accumulated.
+    hs : ndarray, shape (batch,), optional
+        Adaptive step proposals.  With ``carry_step`` the step proposed at the
+        end of an interval starts the next one (``hs`` must hold the initial
+        step); otherwise every interval starts from ``min(dt, length)``.
+    layer_time : float, optional
+        Layers: intervals are split at multiples of it and the parameters of
+        layer ``l`` are ``layer_params(l)``.
+    guard : callable
+        Context manager factory wrapped around every compiled call.
+    start : int
+        Index of the frame X is at.
+    step : int
+        Step counter at frame ``start`` (fixed steps: the noise counter).
+    state : str
+        What X holds, for error messages (``"positions"``, ``"phases"``).
+
+    Yields
+    ------
+    (k, step) : tuple of int
+        After reaching ``times[k]``: the frame index and the step counter
+        (fixed: steps since t = 0; adaptive: ``k``).
+
+    Raises
+    ------
+    IntegrationError
+        ``max_steps`` reached, step-size underflow, or non-finite states.
+    """
     # weights of the current layer (redrawn from the seed when a layer starts)
-    layer_now, p = 0, field.params
+    layer_now, p = 0, params
+    B = X.shape[0]
     for k in range(start + 1, len(times)):
         t0, t1 = float(times[k - 1]), float(times[k])
-        for a, b, layer in _layer_segments(t0, t1, config.layer_time):
+        for a, b, layer in _layer_segments(t0, t1, layer_time):
             if layer != layer_now:
-                layer_now, p = layer, field.layer_params(layer)
-            with _blas_guard(field, layout):
-                if integrator.adaptive:
-                    runner(X, a, b, min(config.dt, b - a), p, wsize,
-                           config.rtol, config.atol, config.max_steps, stats)
+                layer_now, p = layer, layer_params(layer)
+            with guard():
+                if adaptive:
+                    if not carry_step:
+                        hs[:] = min(dt, b - a)
+                    runner(X, a, b, hs, p, wsize, rtol, atol, max_steps, stats, keys)
                 else:
                     # equal steps that land exactly on the save (or layer) time
-                    nsteps = max(1, math.ceil((b - a) / config.dt - 1e-9))
-                    if step + nsteps > config.max_steps:
+                    nsteps = max(1, math.ceil((b - a) / dt - 1e-9))
+                    if step + nsteps > max_steps:
                         raise IntegrationError(
-                            f"max_steps={config.max_steps} reached at t={a:g}; raise max_steps")
-                    runner(X, nsteps, (b - a) / nsteps, p, wsize)
+                            f"max_steps={max_steps} reached at t={a:g}; raise max_steps")
+                    runner(X, a, nsteps, (b - a) / nsteps, p, wsize, keys, step)
                     step += nsteps
-        if integrator.adaptive:
+        if adaptive:
             step = k
             bad = np.flatnonzero(stats[:, 2] != STATUS_OK)
             if bad.size:
                 why = ("max_steps reached" if stats[bad[0], 2] == STATUS_MAX_STEPS
                        else "step size underflow")
+                where = f" in system {bad[0]}" if B > 1 else ""
                 raise IntegrationError(
-                    f"adaptive integration failed in system {bad[0]} between t={t0:g} and "
+                    f"adaptive integration failed{where} between t={t0:g} and "
                     f"t={t1:g}: {why}")
         if not np.all(np.isfinite(X)):
             raise IntegrationError(
-                f"non-finite positions between t={t0:g} and t={t1:g}; reduce dt")
-        if progress is not None:
-            progress(t1)
-        yield frame(k, step)
+                f"non-finite {state} between t={t0:g} and t={t1:g}; reduce dt")
+        yield k, step
 
 
 def collect(config: SimulationConfig, frames: list[Frame], *, complete: bool) -> Trajectory:

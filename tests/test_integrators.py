@@ -13,6 +13,7 @@ from particles.config import SimulationConfig
 from particles.fields import build_field
 from particles.integrators import INTEGRATORS
 from particles.integrators.driver import STATUS_OK, adaptive_runner, compiled_step
+from particles.integrators.noise import NO_KEY, no_keys
 
 
 @jit
@@ -56,7 +57,7 @@ def _fixed_steps(integrator, drift, X0, p, h, T):
     ws = np.empty(64 + 4 * n * d)
     nsteps = round(T / h)
     for _ in range(nsteps):
-        step(X, T / nsteps, p, ws, S)
+        step(X, 0.0, T / nsteps, p, ws, S, NO_KEY, 0)
     return X
 
 
@@ -115,7 +116,8 @@ def test_adaptive_meets_tolerance_and_scales():
     for tol in (1e-5, 1e-8, 1e-11):
         X = X0.copy()[None]
         stats = np.zeros((1, 3), dtype=np.int64)
-        run(X, 0.0, T, 0.1, field.params, field.workspace(1), tol, tol, 10**6, stats)
+        run(X, 0.0, T, np.full(1, 0.1), field.params, field.workspace(1), tol, tol, 10**6,
+            stats, no_keys(1))
         assert stats[0, 2] == STATUS_OK
         errs.append(np.abs(X[0] - exact).max())
         steps.append(stats[0, 0])

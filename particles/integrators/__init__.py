@@ -1,10 +1,35 @@
 """Integrators and their registry.
 
-Every integrator is a module with ``ORDER`` (its declared convergence order,
-checked by the tests), ``STAGES`` (scratch arrays of shape (n, d) it needs) and
-``make_step(drift)`` returning a compiled ``step(X, h, p, ws, S)`` that advances
-one system in place.  Adaptive integrators also provide
-``make_attempt(drift)``.  Adding one is one module plus one line below.
+Every integrator is a module with
+
+* ``ORDER``: its declared (weak, or deterministic) convergence order, checked
+  by the tests;
+* ``STRONG_ORDER``: its declared strong order for stochastic steppers, None
+  for deterministic ones;
+* ``SPACES``: the spaces it works in (``"sphere"``: rows on the unit sphere;
+  ``"flat"``: plain coordinates, the circle's angle form);
+* ``STAGES``: the scratch arrays of shape (n, d) a step needs;
+* ``make_step(drift, space)`` returning a compiled
+  ``step(X, t, h, p, ws, S, key, counter)`` that advances one system X (n, d)
+  in place from time ``t`` by ``h``; ``key`` ((2,) uint64, the system's noise
+  key) and ``counter`` (the global step counter) address the counter-based
+  noise of :mod:`particles.integrators.noise`.
+
+Adaptive integrators also provide ``make_attempt(drift, space)``
+(``attempt(X, t, h, p, ws, S, rtol, atol, key, counter) -> err`` writing the
+candidate to ``S[STAGES - 1]``), ``make_start(drift, space)`` and
+``make_accept(space)`` (see :mod:`particles.integrators.dopri5`).  Adding an
+integrator (a stochastic stepper included) is one module plus one line below.
+
+Stochastic steppers (``STRONG_ORDER`` set) draw their normals with
+:func:`particles.integrators.noise.fill_normals` from the ``key`` and
+``counter`` they receive, read their amplitude ``sigma`` from the last entry
+of ``p`` and call the drift with ``p[:-1]`` (the engine appends ``sigma`` to
+the field's parameters for them); ``tests/test_noise.py`` runs such an
+Euler-Maruyama stepper through the runners.  Time-dependent fields (random
+weights redrawn per layer) stay segments of the save-point loop
+(:func:`particles.engine.march`): every step also receives ``t``, so a stepper
+for an explicitly time-dependent drift needs no new runner.
 """
 
 from __future__ import annotations
@@ -13,6 +38,9 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from particles.integrators import dopri5, euler, geodesic, rk4
+from particles.integrators._rows import SPACES
+
+__all__ = ["INTEGRATORS", "SPACES", "Integrator"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +56,21 @@ class Integrator:
     def order(self) -> int:
         """Declared order of convergence."""
         return self.module.ORDER
+
+    @property
+    def strong_order(self) -> float | None:
+        """Declared strong order of a stochastic stepper (None: deterministic)."""
+        return self.module.STRONG_ORDER
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether steps draw noise (from the key and counter they receive)."""
+        return self.module.STRONG_ORDER is not None
+
+    @property
+    def spaces(self) -> tuple[str, ...]:
+        """The spaces the integrator works in (a subset of :data:`SPACES`)."""
+        return tuple(self.module.SPACES)
 
     @property
     def stages(self) -> int:

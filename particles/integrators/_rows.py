@@ -93,6 +93,22 @@ def tangent_field(drift):
     return specialize(_tangent, kernel_key(drift), drift=drift)
 
 
+#: the spaces a state can live in: rows on the unit sphere (tangent projection,
+#: normalisation or exponential map), or flat coordinates (the angle form on the
+#: circle: no projection, no normalisation).
+SPACES = ("sphere", "flat")
+
+
+def space_field(drift, space: str):
+    """The field the stages evaluate: the tangent field on the sphere, the drift
+    itself in a flat space."""
+    if space == "sphere":
+        return tangent_field(drift)
+    if space == "flat":
+        return drift
+    raise ValueError(f"space must be one of {SPACES}, got {space!r}")
+
+
 @jit
 def copy_rows(src, dst):
     """``dst[:, :] = src`` for (n, d) arrays, written as a loop: Numba's slice

@@ -11,18 +11,23 @@ from particles._numba import kernel_key, specialize
 from particles.integrators._rows import axpy_rows, normalize_rows
 
 ORDER = 1
+STRONG_ORDER = None
+SPACES = ("sphere",)
 STAGES = 1
 
 drift = None  # bound by make_step
 
 
-def _step(X, h, p, ws, S):
+def _step(X, t, h, p, ws, S, key, counter):
     Y = S[0]
     drift(X, p, Y, ws)
     axpy_rows(X, h, Y, X)
     normalize_rows(X)
 
 
-def make_step(drift):
-    """Compile the step ``step(X, h, p, ws, S)`` for a drift; X (n, d) in place, S (1, n, d)."""
+def make_step(drift, space: str = "sphere"):
+    """Compile ``step(X, t, h, p, ws, S, key, counter)`` for a drift; X (n, d) in
+    place, S (1, n, d).  Deterministic: ``t``, ``key`` and ``counter`` are unused."""
+    if space not in SPACES:
+        raise ValueError(f"euler is a sphere integrator (the layer normalises), got {space!r}")
     return specialize(_step, kernel_key(drift), drift=drift)

@@ -16,12 +16,14 @@ from particles._numba import kernel_key, specialize
 from particles.integrators._rows import exp_map_rows, project_rows, tangent_field
 
 ORDER = 2
+STRONG_ORDER = None
+SPACES = ("sphere",)
 STAGES = 2
 
 field = None  # bound by make_step
 
 
-def _step(X, h, p, ws, S):
+def _step(X, t, h, p, ws, S, key, counter):
     k, Xm = S[0], S[1]
     field(X, p, k, ws)
     exp_map_rows(X, 0.5 * h, k, Xm)
@@ -30,6 +32,9 @@ def _step(X, h, p, ws, S):
     exp_map_rows(X, h, k, X)
 
 
-def make_step(drift):
-    """Compile ``step(X, h, p, ws, S)``; X (n, d) in place, S (2, n, d) scratch."""
+def make_step(drift, space: str = "sphere"):
+    """Compile ``step(X, t, h, p, ws, S, key, counter)``; X (n, d) in place,
+    S (2, n, d) scratch.  Deterministic: ``t``, ``key`` and ``counter`` are unused."""
+    if space not in SPACES:
+        raise ValueError(f"geodesic moves on great circles (sphere only), got {space!r}")
     return specialize(_step, kernel_key(drift), field=tangent_field(drift))

@@ -1,0 +1,338 @@
+"""The circle's angle form: drifts on phases, on the same contract as the sphere's.
+
+On S^1 every model of DESIGN.md section 1 is an ODE for the angles
+``theta_i``; with natural frequencies ``omega_i`` and a coupling ``c`` the
+angle form is the generalized Kuramoto model
+
+    dtheta_i/dt = omega_i + c (1/N) sum_j m_j h_i(theta_j - theta_i)
+
+(``N = sum_j m_j``, masses 1 by default) with
+
+* ``kuramoto``: ``h(u) = sin(u)`` (Kuramoto 1984), O(n) per evaluation
+  through the order parameter: ``(1/N) sum_j m_j sin(theta_j - theta_i) =
+  Im(z e^{-i theta_i})``, ``z = (1/N) sum_j m_j e^{i theta_j}``;
+* ``usa``: ``h(u) = exp(beta cos u - s) sin u`` with ``s = 0``
+  (``usa_scale="n"``) or ``s = beta`` (``usa_scale="n_exp_beta"``);
+* ``sa``: the same weights normalised by the row sum,
+  ``sum_j m_j e^{beta cos} sin / sum_j m_j e^{beta cos}`` (instead of ``N``).
+
+The state is a *flat* space: phases as an array of shape (n, 1) (one
+coordinate per row), so the drifts ``drift(X, p, out, ws)`` run on the same
+integrators and runners as the sphere's (``space="flat"``: no projection,
+no normalisation).  The SA/USA kernels stream pairs (O(n^2) time, O(n)
+memory: no n x n matrix), with the vectorised exp and the softmax shift
+``beta + max log m`` (exact row maximum on the circle, where
+``cos(theta_j - theta_i) <= 1`` with equality at j = i).
+
+Also here, in NumPy: the oracle :func:`angle_velocity_reference` and the
+order parameter :func:`order_parameter` of phases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from particles._numba import jit, prange, specialize
+from particles.fastexp import exp_scalar
+from particles.fields.kuramoto import BLOCK, block_total
+
+__all__ = [
+    "ANGLE_MODELS",
+    "OrderParameter",
+    "angle_drift",
+    "angle_params",
+    "angle_velocity_reference",
+    "angle_workspace",
+    "order_parameter",
+    "order_parameter_from_positions",
+]
+
+#: models of the angle form: name -> coupling function h.
+ANGLE_MODELS: dict[str, str] = {
+    "sa": "h = exp(beta cos) sin, normalised by sum_j m_j exp(beta cos)",
+    "usa": "h = exp(beta cos - s) sin / N, s = 0 or beta (usa_scale)",
+    "kuramoto": "h = sin / N, O(n) via the order parameter",
+}
+
+#: a row whose weights sum below this had a shift far above its true maximum
+#: (possible only with masses spanning > 1e100): recomputed with the exact one.
+_TINY_Z = 1e-100
+
+
+# ------------------------------------------------------------------ references
+def angle_velocity_reference(
+    theta: ArrayLike,
+    *,
+    model: str = "kuramoto",
+    beta: float = 0.0,
+    coupling: float = 1.0,
+    omega: ArrayLike | None = None,
+    usa_scale: str = "n",
+    masses: ArrayLike | None = None,
+) -> np.ndarray:
+    """Plain NumPy angular velocities (n x n matrices), the oracle of the kernels.
+
+    Parameters
+    ----------
+    theta : array_like, shape (n,)
+        Phases.
+    model : {"sa", "usa", "kuramoto"}
+        Coupling function (see the module docstring).
+    beta : float
+        Inverse temperature (unused by ``kuramoto``).
+    coupling : float
+        Coupling strength ``c``.
+    omega : array_like, shape (n,), optional
+        Natural frequencies (zeros when None).
+    usa_scale : {"n", "n_exp_beta"}
+        USA normalisation.
+    masses : array_like, shape (n,), optional
+        Weights (ones when None).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        ``dtheta_i/dt``.
+    """
+    th = np.asarray(theta, dtype=np.float64)
+    n = th.shape[0]
+    m = np.ones(n) if masses is None else np.asarray(masses, dtype=np.float64)
+    w = np.zeros(n) if omega is None else np.asarray(omega, dtype=np.float64)
+    D = th[None, :] - th[:, None]  # D[i, j] = theta_j - theta_i
+    if model == "kuramoto":
+        v = (np.sin(D) @ m) / m.sum()
+    else:
+        S = beta * np.cos(D) + np.log(m)[None, :]
+        M = S.max(axis=1)
+        W = np.exp(S - M[:, None])
+        A = (W * np.sin(D)).sum(axis=1)
+        if model == "sa":
+            v = A / W.sum(axis=1)
+        else:
+            shift = beta if usa_scale == "n_exp_beta" else 0.0
+            v = A * np.exp(M - shift) / m.sum()
+    return w + coupling * v
+
+
+# --------------------------------------------------------------------- kernels
+@jit
+def _row_sums(ci, si, C, S, logm, beta, shift):
+    """``(Z, A) = sum_j w_j (1, sin(theta_j - theta_i))`` with
+    ``w_j = exp(beta cos(theta_j - theta_i) + log m_j - shift)``; one fused,
+    vectorised pass (cosines and sines of differences from C, S)."""
+    Z = 0.0
+    A = 0.0
+    for j in range(C.shape[0]):
+        cj = C[j]
+        sj = S[j]
+        w = exp_scalar(beta * (cj * ci + sj * si) + logm[j] - shift)
+        Z += w
+        A += w * (sj * ci - cj * si)
+    return Z, A
+
+
+@jit
+def _row_max(ci, si, C, S, logm, beta):
+    """Exact maximum of ``beta cos(theta_j - theta_i) + log m_j`` (rare slow path)."""
+    mx = -np.inf
+    for j in range(C.shape[0]):
+        mx = max(mx, beta * (C[j] * ci + S[j] * si) + logm[j])
+    return mx
+
+
+NORMALIZED = True  # bound per specialisation
+
+
+def _attention_drift(X, p, out, ws):
+    """SA (NORMALIZED) or USA angular velocities of the phases X (n, 1) into out (n, 1).
+
+    ``ws`` (float64, length >= 2 n) receives cos and sin of the phases.
+    """
+    omega, _m, logm, beta, coupling, usa_shift, inv_mass = p
+    n = X.shape[0]
+    C = ws[0:n]
+    S = ws[n:2 * n]
+    lmax = -np.inf
+    for j in range(n):
+        lmax = max(lmax, logm[j])
+    for i in prange(n):
+        C[i] = np.cos(X[i, 0])
+        S[i] = np.sin(X[i, 0])
+    for i in prange(n):
+        ci = C[i]
+        si = S[i]
+        shift = beta + lmax
+        Z, A = _row_sums(ci, si, C, S, logm, beta, shift)
+        if Z < _TINY_Z:
+            shift = _row_max(ci, si, C, S, logm, beta)
+            Z, A = _row_sums(ci, si, C, S, logm, beta, shift)
+        if NORMALIZED:
+            v = A / Z
+        else:
+            v = A * (np.exp(shift - usa_shift) * inv_mass)
+        out[i, 0] = omega[i] + coupling * v
+
+
+def _kuramoto_drift(X, p, out, ws):
+    """Kuramoto angular velocities of X (n, 1), O(n): ``omega_i + c Im(z e^{-i theta_i})``.
+
+    ``ws`` holds cos and sin of the phases (2 n) then the per-block partial
+    sums of ``z`` (``2 ceil(n / BLOCK)``).
+    """
+    omega, m, _logm, _beta, coupling, _usa_shift, inv_mass = p
+    n = X.shape[0]
+    C = ws[0:n]
+    S = ws[n:2 * n]
+    part = ws[2 * n:]
+    nblocks = (n + BLOCK - 1) // BLOCK
+    for b in prange(nblocks):
+        lo = b * BLOCK
+        hi = min(n, lo + BLOCK)
+        s0 = 0.0
+        s1 = 0.0
+        for i in range(lo, hi):
+            c = np.cos(X[i, 0])
+            s = np.sin(X[i, 0])
+            C[i] = c
+            S[i] = s
+            s0 += m[i] * c
+            s1 += m[i] * s
+        part[2 * b] = s0
+        part[2 * b + 1] = s1
+    z0, z1 = block_total(part, nblocks, coupling * inv_mass)
+    for b in prange(nblocks):
+        lo = b * BLOCK
+        hi = min(n, lo + BLOCK)
+        for i in range(lo, hi):
+            out[i, 0] = omega[i] + (z1 * C[i] - z0 * S[i])
+
+
+_DRIFTS = {
+    ("sa", False): specialize(_attention_drift, "sa_serial", NORMALIZED=True),
+    ("sa", True): specialize(_attention_drift, "sa_parallel", parallel=True, NORMALIZED=True),
+    ("usa", False): specialize(_attention_drift, "usa_serial", NORMALIZED=False),
+    ("usa", True): specialize(_attention_drift, "usa_parallel", parallel=True, NORMALIZED=False),
+    ("kuramoto", False): specialize(_kuramoto_drift, "serial"),
+    ("kuramoto", True): specialize(_kuramoto_drift, "parallel", parallel=True),
+}
+
+
+def angle_drift(model: str, parallel: bool) -> Callable:
+    """The compiled drift ``drift(X, p, out, ws)`` of an angle model, X and out of
+    shape (n, 1); ``parallel`` splits rows over threads."""
+    return _DRIFTS[(model, bool(parallel))]
+
+
+def angle_workspace(n: int) -> int:
+    """Scratch length of the angle drifts for n phases."""
+    return 2 * n + 2 * ((n + BLOCK - 1) // BLOCK)
+
+
+def angle_params(n: int, beta: float, coupling: float, omega: np.ndarray, usa_scale: str,
+                 masses: np.ndarray | None) -> tuple:
+    """The parameter tuple ``p`` of the angle drifts.
+
+    Returns
+    -------
+    tuple
+        ``(omega (n,), m (n,), log m (n,), beta, coupling, usa_shift, 1 / N)``.
+    """
+    m = np.ones(n) if masses is None else np.ascontiguousarray(masses, dtype=np.float64)
+    usa_shift = float(beta) if usa_scale == "n_exp_beta" else 0.0
+    return (np.ascontiguousarray(omega, dtype=np.float64), m, np.log(m), float(beta),
+            float(coupling), usa_shift, 1.0 / float(m.sum()))
+
+
+# ------------------------------------------------------------ order parameter
+def _finite(name: str, a: np.ndarray) -> np.ndarray:
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got NaN or inf entries")
+    return a
+
+
+def _masses(masses: ArrayLike | None, n: int) -> np.ndarray | None:
+    if masses is None:
+        return None
+    m = np.asarray(masses, dtype=np.float64)
+    if m.shape != (n,) or not np.all(np.isfinite(m)) or np.any(m <= 0):
+        raise ValueError(f"masses must be {n} finite positive numbers, got shape {m.shape}")
+    return m
+
+
+@dataclass(frozen=True)
+class OrderParameter:
+    """Kuramoto order parameter ``r e^{i psi}`` (per frame, per system).
+
+    Attributes
+    ----------
+    r : ndarray, shape (...)
+        Modulus in [0, 1]: 0 for an incoherent population, 1 when all phases
+        coincide.
+    psi : ndarray, shape (...)
+        Mean phase in (-pi, pi] (meaningless where ``r`` is ~0); follow it in
+        time with ``numpy.unwrap(psi, axis=0)``.
+    """
+
+    r: np.ndarray
+    psi: np.ndarray
+
+    @property
+    def z(self) -> np.ndarray:
+        """The complex order parameter ``r e^{i psi}``, shape (...)."""
+        return self.r * np.exp(1j * self.psi)
+
+
+def _order(c: np.ndarray, s: np.ndarray, m: np.ndarray | None) -> OrderParameter:
+    if m is None:
+        z0, z1 = c.mean(axis=-1), s.mean(axis=-1)
+    else:
+        z0, z1 = (c @ m) / m.sum(), (s @ m) / m.sum()
+    return OrderParameter(r=np.hypot(z0, z1), psi=np.arctan2(z1, z0))
+
+
+def order_parameter(theta: ArrayLike, masses: ArrayLike | None = None) -> OrderParameter:
+    """Order parameter of phases: ``r e^{i psi} = (1/N) sum_j m_j e^{i theta_j}``.
+
+    Parameters
+    ----------
+    theta : array_like, shape (..., n)
+        Phases (any leading axes: frames, batch).
+    masses : array_like, shape (n,), optional
+        Weights ``m_j > 0``, ``N = sum_j m_j`` (ones when None).
+
+    Returns
+    -------
+    OrderParameter
+        ``r`` and ``psi`` of shape (...).
+    """
+    th = _finite("theta", np.asarray(theta, dtype=np.float64))
+    if th.ndim < 1 or th.shape[-1] < 1:
+        raise ValueError(f"theta must have shape (..., n) with n >= 1, got shape {th.shape}")
+    return _order(np.cos(th), np.sin(th), _masses(masses, th.shape[-1]))
+
+
+def order_parameter_from_positions(positions: ArrayLike,
+                                   masses: ArrayLike | None = None) -> OrderParameter:
+    """Order parameter of points on the circle: the (weighted) mean of the rows.
+
+    Parameters
+    ----------
+    positions : array_like, shape (..., n, 2)
+        Points ``(cos theta_j, sin theta_j)`` (e.g. ``Trajectory.positions``).
+    masses : array_like, shape (n,), optional
+        Weights (ones when None).
+
+    Returns
+    -------
+    OrderParameter
+        ``r`` and ``psi`` of shape (...); ``r`` equals the ``order_parameter``
+        observable of :func:`particles.simulate`.
+    """
+    x = _finite("positions", np.asarray(positions, dtype=np.float64))
+    if x.ndim < 2 or x.shape[-1] != 2 or x.shape[-2] < 1:
+        raise ValueError(f"positions must have shape (..., n, 2), got shape {x.shape}")
+    return _order(x[..., 0], x[..., 1], _masses(masses, x.shape[-2]))
