@@ -33,12 +33,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from particles._numba import jit, prange, specialize
+from particles.fields.base import CompiledField
 from particles.fields.frequencies import OMEGA_DISTRIBUTIONS, freeze_omega, parse_omega
 from particles.seeds import frequencies_rng
 
 if TYPE_CHECKING:
     from particles.config import SimulationConfig
-    from particles.fields import CompiledField
 
 #: rows per block of the order-parameter sum.  The blocks are fixed by n (not
 #: by the thread count), so serial and parallel kernels, and runs on any number
@@ -277,9 +277,6 @@ def build(config: SimulationConfig) -> CompiledField:
     CompiledField
         Drift ``y_i = omega_i J x_i + c z`` (see the module docstring).
     """
-    # imported here: this module is imported while particles.fields initialises
-    from particles.fields import CompiledField
-
     if config.d != 2:
         raise ValueError(f"d must be 2 for model='kuramoto', got {config.d}")
     n = config.n
