@@ -1,25 +1,14 @@
 """Angle-form solvers on the circle: theta in, theta out.
 
 On S^1 every model of DESIGN.md section 1 is an ODE for the angles
-``theta_i``; with natural frequencies ``omega_i`` and a coupling ``c`` the
-angle form solved here is the generalized Kuramoto model
-
-    dtheta_i/dt = omega_i + c (1/N) sum_j m_j h_i(theta_j - theta_i)
-
-(``N = sum_j m_j``, masses 1 by default) with
-
-* ``kuramoto``: ``h(u) = sin(u)`` (Kuramoto 1984), O(n) per evaluation
-  through the order parameter: ``(1/N) sum_j m_j sin(theta_j - theta_i) =
-  Im(z e^{-i theta_i})``, ``z = (1/N) sum_j m_j e^{i theta_j}``;
-* ``usa``: ``h(u) = exp(beta cos u - s) sin u`` with ``s = 0``
-  (``usa_scale="n"``) or ``s = beta`` (``usa_scale="n_exp_beta"``);
-* ``sa``: the same weights normalised by the row sum,
-  ``sum_j m_j e^{beta cos} sin / sum_j m_j e^{beta cos}`` (instead of ``N``).
+``theta_i``: the generalized Kuramoto model ``dtheta_i/dt = omega_i + c (1/N)
+sum_j m_j h_i(theta_j - theta_i)`` with the coupling functions of the
+``kuramoto``, ``usa`` and ``sa`` models (written out in
+:mod:`particles.fields.angle`, where the drifts live).
 
 With ``omega = 0`` and ``c = 1`` these are exactly the embedded d = 2
 dynamics of ``simulate(..., d=2, model=...)`` for ``x_i = (cos theta_i, sin
-theta_i)``; at ``beta = 0`` all three are the Kuramoto model.  The drifts
-live in :mod:`particles.fields.angle`.
+theta_i)``; at ``beta = 0`` all three are the Kuramoto model.
 
 This module is thin: the angle form is a *flat space* on the engine's
 integrators, runners and save-point loop (:func:`particles.engine.march`):

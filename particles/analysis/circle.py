@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 # the order parameter lives with the angle form (the circle solvers use it)
 from particles.fields.angle import (
     OrderParameter,
+    check_finite,
     order_parameter,
     order_parameter_from_positions,
 )
@@ -40,20 +41,6 @@ __all__ = [
     "unwrap_phases",
 ]
 
-
-def _finite(name: str, a: np.ndarray) -> np.ndarray:
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite, got NaN or inf entries")
-    return a
-
-
-def _masses(masses: ArrayLike | None, n: int) -> np.ndarray | None:
-    if masses is None:
-        return None
-    m = np.asarray(masses, dtype=np.float64)
-    if m.shape != (n,) or not np.all(np.isfinite(m)) or np.any(m <= 0):
-        raise ValueError(f"masses must be {n} finite positive numbers, got shape {m.shape}")
-    return m
 
 
 def unwrap_phases(theta: ArrayLike, *, axis: int = 0) -> np.ndarray:
@@ -74,7 +61,7 @@ def unwrap_phases(theta: ArrayLike, *, axis: int = 0) -> np.ndarray:
         oscillator truly moves less than pi between frames (otherwise whole
         turns are lost: save more often).
     """
-    th = _finite("theta", np.asarray(theta, dtype=np.float64))
+    th = check_finite("theta", np.asarray(theta, dtype=np.float64))
     return np.unwrap(th, axis=axis)
 
 
@@ -93,7 +80,7 @@ def phases(positions: ArrayLike) -> np.ndarray:
         Unwrapped along the frame axis (see :func:`unwrap_phases`); the first
         frame is in ``(-pi, pi]``.
     """
-    x = _finite("positions", np.asarray(positions, dtype=np.float64))
+    x = check_finite("positions", np.asarray(positions, dtype=np.float64))
     if x.ndim < 3 or x.shape[-1] != 2:
         raise ValueError(f"positions must have shape (frames, ..., n, 2), got shape {x.shape}")
     return np.unwrap(np.arctan2(x[..., 1], x[..., 0]), axis=0)
@@ -165,8 +152,8 @@ class FrequencyLocking:
         -------
         self
         """
-        t = _finite("times", np.asarray(times, dtype=np.float64))
-        th = _finite("theta", np.asarray(theta, dtype=np.float64))
+        t = check_finite("times", np.asarray(times, dtype=np.float64))
+        th = check_finite("theta", np.asarray(theta, dtype=np.float64))
         if t.ndim != 1 or th.ndim != 2 or th.shape[0] != t.shape[0] or th.shape[1] < 1:
             raise ValueError(f"times (frames,) and theta (frames, n) must match, got shapes "
                              f"{t.shape} and {th.shape}")

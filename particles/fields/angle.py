@@ -248,7 +248,8 @@ def angle_params(n: int, beta: float, coupling: float, omega: np.ndarray, usa_sc
 
 
 # ------------------------------------------------------------ order parameter
-def _finite(name: str, a: np.ndarray) -> np.ndarray:
+def check_finite(name: str, a: np.ndarray) -> np.ndarray:
+    """``a`` itself when every entry is finite; a ValueError naming ``name`` otherwise."""
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, got NaN or inf entries")
     return a
@@ -309,7 +310,7 @@ def order_parameter(theta: ArrayLike, masses: ArrayLike | None = None) -> OrderP
     OrderParameter
         ``r`` and ``psi`` of shape (...).
     """
-    th = _finite("theta", np.asarray(theta, dtype=np.float64))
+    th = check_finite("theta", np.asarray(theta, dtype=np.float64))
     if th.ndim < 1 or th.shape[-1] < 1:
         raise ValueError(f"theta must have shape (..., n) with n >= 1, got shape {th.shape}")
     return _order(np.cos(th), np.sin(th), _masses(masses, th.shape[-1]))
@@ -332,7 +333,7 @@ def order_parameter_from_positions(positions: ArrayLike,
         ``r`` and ``psi`` of shape (...); ``r`` equals the ``order_parameter``
         observable of :func:`particles.simulate`.
     """
-    x = _finite("positions", np.asarray(positions, dtype=np.float64))
+    x = check_finite("positions", np.asarray(positions, dtype=np.float64))
     if x.ndim < 2 or x.shape[-1] != 2 or x.shape[-2] < 1:
         raise ValueError(f"positions must have shape (..., n, 2), got shape {x.shape}")
     return _order(x[..., 0], x[..., 1], _masses(masses, x.shape[-2]))

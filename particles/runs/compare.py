@@ -198,10 +198,6 @@ class ComparisonResult:
         return "\n".join(lines)
 
 
-
-
-
-
 # ---------------------------------------------------------------- running
 def check_models(models: Any) -> tuple[str, ...]:
     """Model names (a sequence, or one comma-separated string) checked against the registry.
