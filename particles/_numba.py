@@ -29,8 +29,7 @@ import hashlib
 import re
 import types
 from pathlib import Path
-
-import numba
+from typing import Any
 
 #: on-disk cache for entry points marked ``cache=True`` (see the module docstring).
 DISK_CACHE = False
@@ -55,8 +54,71 @@ def jit(*args, parallel: bool = False, cache: bool = False, fastmath=FASTMATH, *
     opts = dict(parallel=parallel, cache=cache, fastmath=set(fastmath), error_model="numpy",
                 **kwargs)
     if args and callable(args[0]):
-        return numba.njit(**opts)(args[0])
-    return numba.njit(*args, **opts)
+        return LazyDispatcher(args[0], opts)
+    if args:
+        raise TypeError("jit takes a function, or keyword options only (no signatures)")
+    return lambda fn: LazyDispatcher(fn, opts)
+
+
+class _Prange:
+    """Stands for ``numba.prange`` until Numba is loaded (plain ``range`` in Python)."""
+
+    def __call__(self, *args: int) -> range:
+        return range(*args)
+
+    def __repr__(self) -> str:
+        return "particles._numba.prange"
+
+
+#: ``numba.prange`` for kernels: swapped for the real one when a kernel compiles.
+prange = _Prange()
+
+
+class LazyDispatcher:
+    """A ``numba.njit`` dispatcher made on first use (see the module docstring).
+
+    Calls, attribute reads (``signatures``, ``inspect_types``, ...) and typing
+    by a compiling caller (``_numba_type_``) go to the real dispatcher;
+    ``py_func`` is the plain function and never loads Numba.
+    """
+
+    def __init__(self, fn, opts: dict[str, Any]) -> None:
+        self.py_func = fn
+        self._opts = opts
+        self._dispatcher = None
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__doc__ = fn.__doc__
+
+    @property
+    def dispatcher(self):
+        """The real Numba dispatcher (made, not compiled, on first access)."""
+        if self._dispatcher is None:
+            import numba
+
+            scope = self.py_func.__globals__
+            for name, value in list(scope.items()):
+                if value is prange:
+                    scope[name] = numba.prange
+            self._dispatcher = numba.njit(**self._opts)(self.py_func)
+        return self._dispatcher
+
+    @property
+    def _numba_type_(self):
+        return self.dispatcher._numba_type_
+
+    def __call__(self, *args, **kwargs):
+        return self.dispatcher(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.dispatcher, name)
+
+    def __repr__(self) -> str:
+        state = "loaded" if self._dispatcher is not None else "not loaded"
+        return f"<LazyDispatcher {self.__qualname__} ({state})>"
 
 
 def _source_hash() -> str:
@@ -128,5 +190,3 @@ def cached(*, parallel: bool = False, fastmath=FASTMATH):
     """
     return lambda fn: specialize(fn, "cached", parallel=parallel, cache=True, fastmath=fastmath)
 
-
-prange = numba.prange

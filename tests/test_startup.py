@@ -31,3 +31,33 @@ def test_help_lists_every_command_without_loading_them():
     assert "LOADED \n" in out or out.rstrip().endswith("LOADED"), out
     for entry in COMMANDS:
         assert entry.name in out
+
+
+def _run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_writing_and_reading_a_file_load_no_compiler(tmp_path):
+    # a file written by the I/O layer alone (no run), then `particles info` on it:
+    # configuration checks, the registries they consult and the file layer stay
+    # free of Numba (its kernels are created on first use)
+    path = tmp_path / "run.h5"
+    out = _run(
+        "import sys\nimport numpy as np\n"
+        "from particles.config import SimulationConfig\n"
+        "from particles.io.h5md import TrajectoryWriter\n"
+        "from particles.trajectory import Frame\n"
+        "c = SimulationConfig(n=4, d=3, beta=1.0, model='usa', kernel='rbf', T=0.0, seed=0)\n"
+        f"w = TrajectoryWriter.create({str(path)!r}, c)\n"
+        "w.append(Frame(0, 0, 0.0, np.eye(3)[[0, 1, 2, 0]][None], {}))\n"
+        "w.close(complete=True)\n"
+        "print('numba' in sys.modules)\n")
+    assert out.strip() == "False"
+    out = _run(
+        "import sys\nfrom particles_cli.main import cli\n"
+        f"try:\n    cli(['info', {str(path)!r}], prog_name='particles')\n"
+        "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        "print('NUMBA', 'numba' in sys.modules)\n")
+    assert "status       complete" in out
+    assert "NUMBA False" in out

@@ -45,6 +45,7 @@ files of a newer schema are refused rather than misread.
 from __future__ import annotations
 
 import getpass
+import importlib.metadata
 import json
 import math
 import platform
@@ -401,12 +402,12 @@ def read_summary(path: str | Path) -> RunSummary:
 
 # ---------------------------------------------------------------- writing
 def software_versions() -> dict[str, str]:
-    import numba
-
+    """Versions of the package and of what computes and stores its numbers."""
+    # numba's version from its metadata: writing a file never loads the compiler
     return {
         "particles": __version__,
         "numpy": np.__version__,
-        "numba": numba.__version__,
+        "numba": importlib.metadata.version("numba"),
         "h5py": h5py.__version__,
         "hdf5": h5py.version.hdf5_version,
         "python": platform.python_version(),
