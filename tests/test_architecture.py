@@ -207,7 +207,9 @@ def test_the_detector_finds_what_it_should(tmp_path):
 
 
 @pytest.mark.parametrize("module", ["particles", "particles.sphere", "particles.errors",
-                                    "particles.seeds", "particles.trajectory"])
+                                    "particles.seeds", "particles.trajectory",
+                                    "particles.config", "particles.fields",
+                                    "particles.integrators", "particles.observables"])
 def test_light_modules_load_neither_numba_nor_h5py(module):
     code = (f"import sys, {module}\n"
             "heavy = [m for m in ('numba', 'h5py', 'matplotlib') if m in sys.modules]\n"
