@@ -19,6 +19,7 @@ __all__ = [
     "ComparisonInterrupted",
     "IntegrationError",
     "NotComputedError",
+    "OutputExistsError",
     "OutputPathError",
     "ResumeMismatch",
     "RunFailed",
@@ -42,6 +43,14 @@ class TrajectoryFileError(ValueError):
 
 class OutputPathError(ValueError):
     """The output path cannot be used: it exists, or its directory is missing or read-only."""
+
+
+class OutputExistsError(OutputPathError, FileExistsError):
+    """The output file exists and replacing it was not asked for (``overwrite``).
+
+    Both an :class:`OutputPathError` and a ``FileExistsError``, so callers of
+    the figure writers and of the sessions catch it either way.
+    """
 
 
 class ResumeMismatch(ValueError):
