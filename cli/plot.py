@@ -60,7 +60,7 @@ def plot(
         written = plot_file(path, kind, out, overwrite=overwrite, **options)
     except FileExistsError as exc:
         raise click.BadParameter(
-            str(exc).replace("overwrite=True (--overwrite)", "--overwrite"), param_hint="'--out'"
+            str(exc).replace(" (overwrite=True)", ""), param_hint="'--out'"
         ) from None
     except (ValueError, OSError) as exc:
         raise click.UsageError(" ".join(str(exc).split())) from None

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: layers, lowest first: module-name prefixes (the longest matching prefix wins).
 LAYERS: list[tuple[str, ...]] = [
     ("particles.version", "particles._numba", "particles.fastexp", "particles.errors",
+     "particles.paths",
      "particles.seeds", "particles.progress"),
     ("particles.sphere", "particles.trajectory"),
     ("particles.fields", "particles.integrators", "particles.observables"),
@@ -226,3 +227,14 @@ def test_public_api_is_lazy_and_complete():
         assert getattr(particles, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         particles.nope  # noqa: B018
+
+
+def test_every_package_is_installed():
+    # pyproject lists the packages (cli/ installs as particles_cli): a package
+    # missing there works in an editable checkout and is absent from a wheel
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    packages = {m for m, p in MODULES.items() if p.name == "__init__.py"}
+    assert packages <= listed, f"add to pyproject.toml packages: {sorted(packages - listed)}"

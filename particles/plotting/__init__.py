@@ -12,6 +12,11 @@ Figures are built as :class:`matplotlib.figure.Figure` objects, never through
 pyplot, so no GUI backend is touched (saving uses Agg) and nothing leaks
 between calls.  Log-time axes cannot show ``t = 0``: frames at ``t = 0`` are
 left out of them.
+
+This package module draws single runs; one module per further figure family:
+:mod:`particles.plotting.compare` (model comparisons) and
+:mod:`particles.plotting.kernels` (kernel comparisons).  Every writer checks
+its output path with :func:`particles.paths.check_output_path` before drawing.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from particles.analysis import AnalysisResult, InnerProductHistogram, analyze
+from particles.paths import check_output_path
 
 #: figure kinds of :func:`make_figure` and ``particles plot --kind``.
 KINDS: dict[str, str] = {
@@ -820,18 +826,16 @@ def save_plot(
 
     Raises
     ------
-    FileExistsError
-        If ``out`` exists and ``overwrite`` is False.
+    particles.errors.OutputExistsError
+        If ``out`` exists and ``overwrite`` is False (also a ``FileExistsError``).
+    particles.errors.OutputPathError
+        ``out`` is a directory, or its directory is missing or read-only.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if out is None:
         raise ValueError("out is required")
-    out = Path(out)
-    if out.exists() and not overwrite:
-        raise FileExistsError(f"{out} exists; pass overwrite=True (--overwrite) to replace it")
-    if not out.parent.is_dir():
-        raise FileNotFoundError(f"output directory {out.parent} does not exist")
+    out = check_output_path(out, overwrite=overwrite, resumable=False)
     if kind == "movie":
         options.pop("times", None)
         options.pop("log_histogram", None)
@@ -880,9 +884,8 @@ def plot_file(
         raise FileNotFoundError(f"no such file: {os.fspath(path)}")
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    out = default_output(path, kind) if out is None else Path(out)
-    if out.exists() and not overwrite:
-        raise FileExistsError(f"{out} exists; pass overwrite=True (--overwrite) to replace it")
+    out = check_output_path(default_output(path, kind) if out is None else out,
+                            overwrite=overwrite, resumable=False)
     traj = load(path)
     try:
         analysis = read_analysis(path)

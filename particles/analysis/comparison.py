@@ -1,0 +1,210 @@
+"""Results of the comparison sessions: several runs from one initial condition.
+
+:class:`ComparisonResult` (models, :func:`particles.runs.compare_models`) and
+:class:`KernelComparison` (attention kernels,
+:func:`particles.runs.compare_kernels`) hold the trajectories and what is
+measured on them; the sessions build them and :mod:`particles.plotting.compare`
+and :mod:`particles.plotting.kernels` draw them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from particles.analysis.components import DEFAULT_EPS, count_clusters
+from particles.config import KERNEL_PARAMETERS
+from particles.io.compare import load_comparison
+from particles.trajectory import Trajectory
+
+__all__ = ["LABELS", "ComparisonResult", "KernelComparison", "KernelRun", "ModelSummary",
+           "model_label"]
+
+#: display names; other registered models are shown in upper case.
+LABELS = {"sa": "SA", "usa": "USA", "kuramoto": "Kuramoto"}
+
+
+def model_label(model: str) -> str:
+    """Display name of a model (``"SA"``, ``"USA"``, ``"Kuramoto"``; others upper case)."""
+    return LABELS.get(model, model.upper())
+
+
+# ------------------------------------------------------------------ models
+@dataclass(frozen=True)
+class ModelSummary:
+    """The last frame of one model of a comparison.
+
+    Attributes
+    ----------
+    model : str
+    time : float
+        Time of the last frame.
+    order_parameter : float
+        ``r = |(1/n) sum_j x_j|`` in [0, 1].
+    clusters : int
+        :func:`~particles.analysis.count_clusters` at the comparison's eps.
+    energy_normalized : float
+        ``(1/n^2) sum_ij exp(beta (<x_i, x_j> - 1))`` in (0, 1].
+    complete : bool
+        Whether the model's run reached its final time.
+    """
+
+    model: str
+    time: float
+    order_parameter: float
+    clusters: int
+    energy_normalized: float
+    complete: bool
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """Trajectories of several models from one initial condition.
+
+    Attributes
+    ----------
+    path : Path or None
+        The comparison file (None for results built in memory).
+    trajectories : dict of str to Trajectory
+        One per model, in run order; ``positions`` of shape (frames, n, 2),
+        the same ``times`` for every model.
+    seed : int
+        The root seed shared by every model.
+    """
+
+    path: Path | None
+    trajectories: dict[str, Trajectory]
+    seed: int
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ComparisonResult:
+        """Read a comparison file (see :func:`load_comparison`)."""
+        trajectories = load_comparison(path)
+        seed = next(iter(trajectories.values())).config.seed
+        return cls(Path(path), trajectories, int(seed))
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models, in run order."""
+        return tuple(self.trajectories)
+
+    @property
+    def initial(self) -> np.ndarray:
+        """The shared initial positions, shape (n, 2)."""
+        return next(iter(self.trajectories.values())).positions[0]
+
+    def cluster_counts(self, eps: float = DEFAULT_EPS) -> dict[str, np.ndarray]:
+        """Cluster count of every frame of every model.
+
+        Returns
+        -------
+        dict of str to ndarray of int64, shape (frames,)
+        """
+        return {
+            m: np.atleast_1d(count_clusters(t.positions, eps)) for m, t in self.trajectories.items()
+        }
+
+    def summaries(self, eps: float = DEFAULT_EPS) -> tuple[ModelSummary, ...]:
+        """One :class:`ModelSummary` per model, in run order."""
+        return tuple(
+            ModelSummary(
+                model=m,
+                time=float(t.times[-1]),
+                order_parameter=float(t.observables["order_parameter"][-1]),
+                clusters=int(count_clusters(t.final, eps)),
+                energy_normalized=float(t.observables["energy_normalized"][-1]),
+                complete=t.complete,
+            )
+            for m, t in self.trajectories.items()
+        )
+
+    def table(self, eps: float = DEFAULT_EPS) -> str:
+        """A text table of :meth:`summaries`: one line per model."""
+        lines = [f"{'model':<10}{'t':>10}{'r':>9}{'clusters':>10}{'energy_norm':>13}"]
+        for s in self.summaries(eps):
+            lines.append(
+                f"{model_label(s.model):<10}{s.time:>10.4g}{s.order_parameter:>9.4f}"
+                f"{s.clusters:>10d}{s.energy_normalized:>13.6g}"
+                + ("" if s.complete else "  (incomplete)")
+            )
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------- kernels
+@dataclass(frozen=True)
+class KernelRun:
+    """One kernel of a comparison.
+
+    Attributes
+    ----------
+    kernel : str
+        Key of :data:`particles.fields.KERNELS`.
+    trajectory : Trajectory
+        ``positions`` of shape (frames, n, d); frame 0 is the shared start.
+    clusters : ndarray of int64, shape (frames,)
+        :func:`~particles.analysis.count_clusters` of every frame.
+    histograms : ndarray of int64, shape (frames, bins)
+        Pair inner-product counts of every frame (``n (n - 1) / 2`` pairs
+        each) on the comparison's ``bin_edges``.
+    """
+
+    kernel: str
+    trajectory: Trajectory
+    clusters: np.ndarray
+    histograms: np.ndarray
+
+    @property
+    def label(self) -> str:
+        """The kernel with the value of its parameter, e.g. ``"rbf (τ=2)"``."""
+        cfg = self.trajectory.config
+        param = KERNEL_PARAMETERS[self.kernel]
+        value = {"beta": cfg.beta, "tau": cfg.tau, "gamma": cfg.gamma}[param]
+        symbol = {"beta": "β", "tau": "τ", "gamma": "\u03b3"}[param]
+        return f"{self.kernel} ({symbol}={value:g})"
+
+
+@dataclass(frozen=True)
+class KernelComparison:
+    """Runs of several kernels from one initial condition.
+
+    Attributes
+    ----------
+    runs : dict of str to KernelRun
+        One per kernel, in run order.
+    x0 : ndarray, shape (n, d)
+        The shared initial tokens.
+    times : ndarray, shape (frames,)
+        The output times, the same for every kernel.
+    bin_edges : ndarray, shape (bins + 1,)
+        Histogram bin edges on [-1, 1].
+    eps : float
+        Cluster linking distance (radians) of the counts.
+    seed : int
+        The root seed that drew ``x0``, recorded in every configuration.
+    """
+
+    runs: dict[str, KernelRun]
+    x0: np.ndarray
+    times: np.ndarray
+    bin_edges: np.ndarray
+    eps: float
+    seed: int
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        """The kernels, in run order."""
+        return tuple(self.runs)
+
+    def table(self) -> str:
+        """A text table: kernel, final cluster count and final mean inner product."""
+        lines = [f"{'kernel':<22}{'clusters':>10}{'mean <xi,xj>':>14}"]
+        for run in self.runs.values():
+            t = run.trajectory
+            mean = float(t.observables["mean_inner_product"][-1])
+            lines.append(
+                f"{run.label:<22}{int(run.clusters[-1]):>10d}{mean:>14.4f}"
+                + ("" if t.complete else "  (incomplete)")
+            )
+        return "\n".join(lines)
