@@ -87,17 +87,10 @@ def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) ->
     if config.seed is None:
         raise ValueError("seed must be resolved before drawing positions (config.resolved())")
     name, param = parse_init(config.init)
-    if name == "array":
-        raise ValueError("init='array' needs x0")
-    rng = init_rng(config.seed)
-    if name == "cap":
-        x = sphere.spherical_cap(n, d, eps=param, rng=rng, batch=B)
-    elif name == "vmf":
-        mu = np.zeros(d)
-        mu[0] = 1.0
-        x = sphere.von_mises_fisher(n, d, mu=mu, kappa=param, rng=rng, batch=B)
-    else:
-        x = sphere.SAMPLERS[name](n, d, rng=rng, batch=B)
+    entry = sphere.INITIAL_CONDITIONS[name]
+    if entry.sample is None:
+        raise ValueError(f"init={name!r} needs x0")
+    x = entry.sample(n, d, param, rng=init_rng(config.seed), batch=B)
     return np.ascontiguousarray(np.asarray(x, dtype=np.float64).reshape(B, n, d))
 
 
