@@ -17,7 +17,7 @@ from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, is_random
 from particles.seeds import frequencies_rng
 from particles.sphere import INITIAL_CONDITIONS
 
-FIELDS = Path(sphere.__file__).parent / "fields"
+FIELDS = Path(frequencies_module.__file__).parent  # particles/fields/
 
 
 # ---------------------------------------------------------------- kernels
