@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from particles.config import SimulationConfig
 from particles.fields import BLAS_MIN_D, build_field
 from particles.fields.attention import attention_reference
-from particles.integrators._rows import project_rows
+from particles.sphere.rows import project_rows
 
 
 def _tokens(rng, n, d):

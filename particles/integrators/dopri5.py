@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from particles._numba import kernel_key, specialize
-from particles.integrators._rows import copy_rows, normalize_rows, space_field
+from particles.integrators._rows import copy_rows, space_field
+from particles.sphere.rows import normalize_rows
 
 ORDER = 5
 STRONG_ORDER = None

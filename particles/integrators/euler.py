@@ -8,7 +8,8 @@ the flow ``dx_i/dt = P_{x_i}(y_i)`` since ``normalize(x + h y) = x + h P_x(y) + 
 from __future__ import annotations
 
 from particles._numba import kernel_key, specialize
-from particles.integrators._rows import axpy_rows, normalize_rows
+from particles.integrators._rows import axpy_rows
+from particles.sphere.rows import normalize_rows
 
 ORDER = 1
 STRONG_ORDER = None

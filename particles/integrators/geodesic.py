@@ -13,7 +13,8 @@ term cancel the curvature term of the exponential map at O(h^2).
 from __future__ import annotations
 
 from particles._numba import kernel_key, specialize
-from particles.integrators._rows import exp_map_rows, project_rows, tangent_field
+from particles.integrators._rows import tangent_field
+from particles.sphere.rows import exp_map_rows, project_rows
 
 ORDER = 2
 STRONG_ORDER = None

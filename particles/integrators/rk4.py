@@ -10,7 +10,8 @@ it is plain RK4 on the drift: no projection, no normalisation.
 from __future__ import annotations
 
 from particles._numba import kernel_key, specialize
-from particles.integrators._rows import axpy_rows, normalize_rows, space_field
+from particles.integrators._rows import axpy_rows, space_field
+from particles.sphere.rows import normalize_rows
 
 ORDER = 4
 STRONG_ORDER = None
