@@ -36,7 +36,7 @@ from particles.integrators.driver import (
     fixed_runner,
 )
 from particles.integrators.noise import no_keys
-from particles.observables import observe
+from particles.observables import energy_definition, observe
 from particles.progress import Progress
 from particles.seeds import init_rng, noise_keys, seed_sequences  # noqa: F401 (re-export)
 from particles.trajectory import Frame, Trajectory
@@ -257,8 +257,11 @@ def iter_frames(
     # ``step`` for fixed steps, the attempt count for adaptive ones)
     keys = noise_keys(config.seed, B) if integrator.stochastic else no_keys(B)
 
+    energy = energy_definition(config)
+
     def frame(index: int, step: int) -> Frame:
-        obs = observe(config.observables, X, config.beta, masses, nthreads=nthreads)
+        obs = observe(config.observables, X, config.beta, masses, nthreads=nthreads,
+                      energy=energy)
         if integrator.adaptive:
             obs["accepted_steps"] = stats[:, 0].astype(np.float64)
             obs["rejected_steps"] = stats[:, 1].astype(np.float64)
