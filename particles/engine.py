@@ -325,23 +325,22 @@ def check_step_size(rate: float | None, dt: float, integrator: str, *, moving: s
     if rate is None or not dt * rate > STEP_LIMIT:
         return
     if rates is None:
-        who = f"every one of the {moving} may move up to ~{dt * rate:.2g} rad per step"
+        who = f"all {moving} are at risk: each may move up to ~{dt * rate:.2g} rad per step"
     else:
         rates = np.asarray(rates, dtype=np.float64).ravel()
         fast = int(np.count_nonzero(dt * rates > STEP_LIMIT))
         share = fast / max(1, rates.size)
         counted = (f"{fast} of {rates.size} {moving} ({share:.2%}) move more than "
-                   f"{STEP_LIMIT} rad per step, up to ~{dt * rate:.2g}")
+                   f"{STEP_LIMIT} rad per step (up to ~{dt * rate:.2g})")
         if stages_leave_sphere:
-            who = (f"the whole population is at risk: {counted}, and their {integrator!r} "
-                   f"stage states leave the circle and corrupt the mean field every one "
-                   f"of the {moving} feels")
+            who = (f"the whole population is at risk: {counted}, and {integrator!r} stage "
+                   f"states off the circle corrupt the mean field every one feels")
         elif share >= POPULATION_AT_RISK:
             who = (f"the whole population is at risk: {counted}, enough to corrupt the "
-                   f"mean field every one of the {moving} feels")
+                   f"mean field every one feels")
         else:
-            who = (f"only the fast {moving} are inaccurate: {counted}; the mean field "
-                   f"(and every other one of the {moving}) is not at risk")
+            who = (f"only the fast {moving} are at risk: {counted}, too few to corrupt the "
+                   f"mean field the others feel")
     warnings.warn(
         f"dt * (speed bound {rate:.3g}) = {dt * rate:.3g} > {STEP_LIMIT}: the fixed step "
         f"{integrator!r} will be inaccurate ({who}); reduce dt{hint} or use "
