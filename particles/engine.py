@@ -4,6 +4,10 @@ This is the only module that knows about save points, threading layout,
 progress and observables together.  Python runs once per saved frame; every
 step between two frames runs inside one compiled call for all systems.
 
+Kuramoto under ``rk4`` (:data:`KURAMOTO_ANGLE_INTEGRATORS`) runs on the angle
+form (phases in a flat space, :mod:`particles.fields.angle`); the stored
+frames are ``(cos theta_i, sin theta_i)``.
+
 Randomness: ``numpy.random.SeedSequence(seed)`` is split into three children,
 ``(initial positions, random weights, noise)``, so adding a random component
 never changes the initial condition drawn for a seed.
