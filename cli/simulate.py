@@ -43,15 +43,16 @@ def summary_line(s: RunSummary) -> str:
     return f"{s.frames} frames to t={s.time:g} ({status}), " + ", ".join(parts)
 
 
-def _kept(out: Path, summary: RunSummary | None) -> str:
-    """What a stopped run left behind, in words."""
+def _kept(out: Path, summary: RunSummary | None, *, resumable: bool = True) -> str:
+    """What a stopped run left behind, in words (``resumable``: an interrupted
+    run; a failed integration would fail again on resuming, so no --resume)."""
     if summary is None:
         return f"no frame was saved; {out} not written (an existing file is unchanged)"
-    return (
+    kept = (
         f"{out} holds {summary.frames} of {summary.frames_expected} frames "
-        f"(t={summary.time:g}), marked incomplete; continue with: "
-        f"particles simulate --resume --out {out}"
+        f"(t={summary.time:g}), marked incomplete"
     )
+    return kept + (f"; continue with: particles simulate --resume --out {out}" if resumable else "")
 
 
 def resume_config(out: Path, options: dict, config_file: Path | None) -> SimulationConfig:
@@ -198,7 +199,7 @@ def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None,
             click.echo("Interrupted: " + _kept(out, summary), err=True)
         except RunFailed as exc:
             summary, status = exc.summary, 1
-            click.echo(f"Error: {exc}; " + _kept(out, summary), err=True)
+            click.echo(f"Error: {exc}; " + _kept(out, summary, resumable=False), err=True)
         except OutputPathError as exc:
             raise click.BadParameter(str(exc), param_hint="'--out'") from None
         except ResumeMismatch as exc:

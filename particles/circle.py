@@ -334,8 +334,9 @@ def simulate_angles(
         stats = np.zeros((1, 3), dtype=np.int64)
         hs = np.full(1, float(dt))  # carried from one save interval to the next
     else:
-        check_step_size(_speed_bound(model, beta, c, w, usa_scale), dt, integrator,
-                        moving="phases", stacklevel=2)
+        bound = _speed_bound(model, beta, c, w, usa_scale)
+        check_step_size(bound, dt, integrator, moving="phases", stacklevel=2,
+                        rates=np.abs(w) + (bound - float(np.abs(w).max())))
         runner = fixed_runner(integrator, drift, layout, space=space)
         stats = hs = None
     X = th.reshape(1, n, 1)

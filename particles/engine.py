@@ -4,6 +4,10 @@ This is the only module that knows about save points, threading layout,
 progress and observables together.  Python runs once per saved frame; every
 step between two frames runs inside one compiled call for all systems.
 
+Kuramoto under ``rk4`` (:data:`KURAMOTO_ANGLE_INTEGRATORS`) runs on the angle
+form (phases in a flat space, :mod:`particles.fields.angle`); the stored
+frames are ``(cos theta_i, sin theta_i)``.
+
 Randomness: ``numpy.random.SeedSequence(seed)`` is split into three children,
 ``(initial positions, random weights, noise)``, so adding a random component
 never changes the initial condition drawn for a seed.
@@ -25,6 +29,9 @@ from particles import sphere
 from particles.config import SimulationConfig, parse_init
 from particles.errors import IntegrationError, StepSizeWarning
 from particles.fields import CompiledField, build_field
+from particles.fields.angle import angle_drift, angle_params, angle_workspace
+from particles.fields.kernels import KERNELS
+from particles.fields.kuramoto import select_omega, system_frequencies
 from particles.integrators import INTEGRATORS
 from particles.integrators.driver import (
     STATUS_MAX_STEPS,
@@ -33,7 +40,7 @@ from particles.integrators.driver import (
     fixed_runner,
 )
 from particles.integrators.noise import no_keys
-from particles.observables import observe
+from particles.observables import energy_definition, observe
 from particles.progress import Progress
 from particles.seeds import init_rng, noise_keys, seed_sequences  # noqa: F401 (re-export)
 from particles.trajectory import Frame, Trajectory
@@ -43,11 +50,28 @@ ROWS_PARALLEL_MIN_N = 512
 
 _THREADPOOLS: ThreadpoolController | None = None
 
+#: fixed-step integrators that run ``model="kuramoto"`` on the angle form
+#: (phases, a flat space) instead of the embedded circle: RK4's stage states
+#: on the embedded form leave the circle, and an oscillator with ``h |omega_i|
+#: >> 1`` inflates its stage vectors and, through the O(n) mean field, every
+#: oscillator's drift.  On the phases RK4 integrates the constant ``omega_i``
+#: exactly.  (Euler and geodesic steps stay on the circle; dopri5 controls
+#: its error.)
+KURAMOTO_ANGLE_INTEGRATORS = frozenset({"rk4"})
+
+#: a fixed step is too large when ``dt`` times a speed bound exceeds this (rad).
+STEP_LIMIT = 0.5
+
+#: when at least this fraction of the tokens exceeds :data:`STEP_LIMIT`, the
+#: mean field they all feel is corrupted (an error of up to ~2x this fraction
+#: in ``z``): the whole population is at risk, not only the fast tokens.
+POPULATION_AT_RISK = 0.02
 
 
-
-
-
+def kuramoto_on_angles(config: SimulationConfig) -> bool:
+    """Whether the engine runs this configuration on the angle form (phases)
+    and maps every stored frame back to ``x = (cos theta, sin theta)``."""
+    return config.model == "kuramoto" and config.integrator in KURAMOTO_ANGLE_INTEGRATORS
 
 
 def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) -> np.ndarray:
@@ -200,13 +224,34 @@ def iter_frames(
     masses = config.mass_array()
     layout, drift, wsize = execution_plan(config, field)
     nthreads = numba.get_num_threads()
+    angles = kuramoto_on_angles(config)
+    state, params, select = X, field.params, field.select
+    if angles:
+        # phases (B, n, 1) in a flat space; X is recomputed from them at every
+        # save point, and they from X, so a resumed run continues bit for bit
+        omegas = system_frequencies(config)
+        params = angle_params(config.n, 0.0, float(config.coupling), omegas[0], "n", masses)
+        if select is not None:
+            params = (np.ascontiguousarray(omegas), *params[1:])
+            select = select_omega
+        drift, wsize = angle_drift("kuramoto", layout == "rows"), angle_workspace(config.n)
+        state = np.empty((B, config.n, 1))
+        state[..., 0] = np.arctan2(X[..., 1], X[..., 0])
     if not integrator.adaptive:
-        hint = ", use usa_scale='n_exp_beta'" if config.model == "usa" else ""
-        check_step_size(field.speed, config.dt, config.integrator, hint=hint, stacklevel=4)
-        runner = fixed_runner(config.integrator, drift, layout, field.select)
+        hint = (", use usa_scale='n_exp_beta' (--usa-scale n_exp_beta)"
+                if config.model == "usa" else "")
+        rates = None
+        if config.model == "kuramoto":
+            rates = abs(float(config.coupling)) + np.abs(system_frequencies(config)).max(axis=0)
+        check_step_size(field.speed, config.dt, config.integrator, hint=hint, stacklevel=4,
+                        rates=rates, stages_leave_sphere=(
+                            config.integrator == "rk4" and config.model == "kuramoto"
+                            and not angles))
+        runner = fixed_runner(config.integrator, drift, layout, select,
+                              space="flat" if angles else "sphere")
         stats = hs = None
     else:
-        runner = adaptive_runner(config.integrator, drift, layout, field.select)
+        runner = adaptive_runner(config.integrator, drift, layout, select)
         stats = np.zeros((B, 3), dtype=np.int64)
         hs = np.empty(B)
         if step_counts is not None:
@@ -216,8 +261,11 @@ def iter_frames(
     # ``step`` for fixed steps, the attempt count for adaptive ones)
     keys = noise_keys(config.seed, B) if integrator.stochastic else no_keys(B)
 
+    energy = energy_definition(config)
+
     def frame(index: int, step: int) -> Frame:
-        obs = observe(config.observables, X, config.beta, masses, nthreads=nthreads)
+        obs = observe(config.observables, X, config.beta, masses, nthreads=nthreads,
+                      energy=energy)
         if integrator.adaptive:
             obs["accepted_steps"] = stats[:, 0].astype(np.float64)
             obs["rejected_steps"] = stats[:, 1].astype(np.float64)
@@ -226,30 +274,104 @@ def iter_frames(
     if start == 0:
         yield frame(0, start_step)
     for k, step in march(
-        X, times, runner, adaptive=integrator.adaptive, dt=config.dt,
-        max_steps=config.max_steps, params=field.params, wsize=wsize, keys=keys,
+        state, times, runner, adaptive=integrator.adaptive, dt=config.dt,
+        max_steps=config.max_steps, params=params, wsize=wsize, keys=keys,
         rtol=config.rtol, atol=config.atol, stats=stats, hs=hs,
         layer_time=config.layer_time, layer_params=field.layer_params,
         guard=lambda: _blas_guard(field, layout), start=start, step=start_step,
+        state="phases" if angles else "positions", hint=_failure_hint(config),
     ):
+        if angles:
+            X[..., 0] = np.cos(state[..., 0])
+            X[..., 1] = np.sin(state[..., 0])
+            state[..., 0] = np.arctan2(X[..., 1], X[..., 0])
         if progress is not None:
             progress(float(times[k]))
         yield frame(k, step)
 
 
 def check_step_size(rate: float | None, dt: float, integrator: str, *, moving: str = "tokens",
-                    hint: str = "", stacklevel: int = 2) -> None:
+                    hint: str = "", stacklevel: int = 2, rates: np.ndarray | None = None,
+                    stages_leave_sphere: bool = False) -> None:
     """Warn (:class:`StepSizeWarning`) when a fixed step ``dt`` times the speed
-    bound ``rate`` exceeds 0.5 rad (None: unknown bound, no warning)."""
-    if rate is None or not dt * rate > 0.5:
+    bound ``rate`` exceeds :data:`STEP_LIMIT` (0.5 rad; None: unknown bound,
+    no warning).
+
+    The message says who is at risk:
+
+    * without per-token bounds ``rates`` (SA, USA: one bound for all), every token;
+    * with them, the whole population when at least :data:`POPULATION_AT_RISK`
+      of the tokens exceed the limit (the mean field every token feels is
+      then corrupted), otherwise only the fast tokens (counted);
+    * with ``stages_leave_sphere`` (RK4 stages off the circle feeding a mean
+      field), the whole population whatever the count: one inflated stage
+      vector corrupts the mean field.
+
+    Parameters
+    ----------
+    rate : float or None
+        Bound on every token's speed.
+    dt : float
+        The fixed step.
+    integrator : str
+        Its name, for the message.
+    moving : str
+        What moves (``"tokens"``, ``"phases"``), for the message.
+    hint : str
+        Appended to "reduce dt" (e.g. another normalisation).
+    stacklevel : int
+        Of the warning, counted from the caller.
+    rates : ndarray, shape (n,), optional
+        Per-token speed bounds (Kuramoto: ``|c| + |omega_i|``).
+    stages_leave_sphere : bool
+        See above.
+    """
+    if rate is None or not dt * rate > STEP_LIMIT:
         return
+    if rates is None:
+        who = f"all {moving} are at risk: each may move up to ~{dt * rate:.2g} rad per step"
+    else:
+        rates = np.asarray(rates, dtype=np.float64).ravel()
+        fast = int(np.count_nonzero(dt * rates > STEP_LIMIT))
+        share = fast / max(1, rates.size)
+        counted = (f"{fast} of {rates.size} {moving} ({share:.2%}) move more than "
+                   f"{STEP_LIMIT} rad per step (up to ~{dt * rate:.2g})")
+        if stages_leave_sphere:
+            who = (f"the whole population is at risk: {counted}, and {integrator!r} stage "
+                   f"states off the circle corrupt the mean field every one feels")
+        elif share >= POPULATION_AT_RISK:
+            who = (f"the whole population is at risk: {counted}, enough to corrupt the "
+                   f"mean field every one feels")
+        else:
+            who = (f"only the fast {moving} are at risk: {counted}, too few to corrupt the "
+                   f"mean field the others feel")
     warnings.warn(
-        f"dt * (speed bound {rate:.3g}) = {dt * rate:.3g} > 0.5: the fixed step "
-        f"{integrator!r} will be inaccurate ({moving} move up to ~{dt * rate:.2g} rad per "
-        f"step); reduce dt{hint} or use integrator='dopri5'",
+        f"dt * (speed bound {rate:.3g}) = {dt * rate:.3g} > {STEP_LIMIT}: the fixed step "
+        f"{integrator!r} will be inaccurate ({who}); reduce dt{hint} or use "
+        f"integrator='dopri5'",
         StepSizeWarning,
         stacklevel=stacklevel + 1,
     )
+
+
+def _failure_hint(config: SimulationConfig) -> str:
+    """What to change when an integration of ``config`` fails: a deterministic
+    blow-up repeats on resuming, so the remedy is the step, the normalisation
+    or the integrator.  Names both spellings: ``--dt`` (``dt=``)."""
+    usa = (config.model == "usa" and config.usa_scale == "n"
+           and KERNELS[config.kernel].time_change)
+    scale = "--usa-scale n_exp_beta (usa_scale='n_exp_beta', a time change)"
+    if INTEGRATORS[config.integrator].adaptive:
+        if usa:
+            return (f"the USA weights reach e^beta = {math.exp(min(config.beta, 700.0)):.3g}; "
+                    f"use {scale}")
+        return ""
+    fixes = ["a smaller --dt (dt=)"]
+    if usa:
+        fixes.append(scale)
+    fixes.append("--integrator dopri5 (integrator='dopri5')")
+    return ("use " + ", ".join(fixes[:-1]) + " or " + fixes[-1]
+            + " (resuming repeats the same steps)")
 
 
 def march(
@@ -274,6 +396,7 @@ def march(
     start: int = 0,
     step: int = 0,
     state: str = "positions",
+    hint: str = "",
 ) -> Iterator[tuple[int, int]]:
     """The one save-point loop: advance X through the save times, one compiled call
     per interval (or layer segment).
@@ -317,6 +440,9 @@ def march(
         Step counter at frame ``start`` (fixed steps: the noise counter).
     state : str
         What X holds, for error messages (``"positions"``, ``"phases"``).
+    hint : str
+        Remedy appended to the messages of failed integrations (see
+        :func:`_failure_hint`); default: "reduce dt" for non-finite states.
 
     Yields
     ------
@@ -359,10 +485,10 @@ def march(
                 where = f" in system {bad[0]}" if B > 1 else ""
                 raise IntegrationError(
                     f"adaptive integration failed{where} between t={t0:g} and "
-                    f"t={t1:g}: {why}")
+                    f"t={t1:g}: {why}" + (f"; {hint}" if hint else ""))
         if not np.all(np.isfinite(X)):
             raise IntegrationError(
-                f"non-finite {state} between t={t0:g} and t={t1:g}; reduce dt")
+                f"non-finite {state} between t={t0:g} and t={t1:g}; {hint or 'reduce dt'}")
         yield k, step
 
 

@@ -61,8 +61,10 @@ def test_beta_zero_gives_the_same_trajectory_for_every_model(tmp_path):
     res = compare_models(beta=0.0, out=tmp_path / "b0.h5", **SMALL)
     sa = res.trajectories["sa"].positions
     assert np.ptp(sa[:, :, 0], axis=0).max() > 1e-3  # the tokens do move
-    for model in ("usa", "kuramoto"):
-        np.testing.assert_allclose(res.trajectories[model].positions, sa, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(res.trajectories["usa"].positions, sa, rtol=0, atol=1e-13)
+    # Kuramoto's rk4 runs on the phases (issue 11): the same ODE by another
+    # order-4 scheme, equal to truncation error (measured 1.2e-11 at dt = 0.05)
+    np.testing.assert_allclose(res.trajectories["kuramoto"].positions, sa, rtol=0, atol=1e-9)
 
 
 def test_given_angles_are_frame_zero_and_fix_n(tmp_path):

@@ -180,10 +180,17 @@ def test_beta_zero_sa_usa_kuramoto_coincide():
     usa = simulate(n, 2, 0.0, model="usa", **common)
     ku = simulate(n, 2, 0.0, model="kuramoto", coupling=1.0, **common)
     np.testing.assert_allclose(usa.positions, sa.positions, rtol=0, atol=1e-13)
-    np.testing.assert_allclose(ku.positions, sa.positions, rtol=0, atol=1e-13)
+    # Kuramoto's rk4 runs on the phases (issue 11): the same ODE by another
+    # order-4 scheme, equal to truncation error (measured 4.3e-12)
+    np.testing.assert_allclose(ku.positions, sa.positions, rtol=0, atol=1e-10)
     assert ku.config.model == "kuramoto"
     for k in ("order_parameter", "energy"):
-        np.testing.assert_allclose(ku.observables[k], sa.observables[k], atol=1e-13)
+        np.testing.assert_allclose(ku.observables[k], sa.observables[k], atol=1e-10)
+    # the Euler layer runs both on the embedded circle: equal to round-off
+    common["integrator"] = "euler"
+    sa = simulate(n, 2, 0.0, model="sa", **common)
+    ku = simulate(n, 2, 0.0, model="kuramoto", coupling=1.0, **common)
+    np.testing.assert_allclose(ku.positions, sa.positions, rtol=0, atol=1e-13)
 
 
 def test_ensemble_shares_frequencies():

@@ -58,6 +58,7 @@ import numpy as np
 
 from particles.config import SimulationConfig
 from particles.errors import TrajectoryFileError
+from particles.observables import energy_definition
 from particles.trajectory import Frame, Trajectory
 from particles.version import __version__
 
@@ -573,9 +574,13 @@ class GroupWriter:
             names = list(frames[0].observables)
             if not len(obs):
                 shape = () if self._single else (self.config.batch,)
+                # what the energy measures, unless the default (edp, Q = K = I)
+                energy = energy_definition(self.config).definition
                 for name in names:
                     g = obs.create_group(name)
                     appendable(g, "value", shape, np.float64)
+                    if energy and name in ("energy", "energy_normalized"):
+                        g.attrs["definition"] = energy
                     g["step"] = pos["step"]  # hard links: sampled with the positions
                     g["time"] = pos["time"]
             elif set(obs) != set(names):
