@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from particles.analysis import AnalysisResult, analyze
-from particles.analysis.comparison import ComparisonResult, min_inner_product
+from particles.analysis.comparison import ComparisonResult
 from particles.analysis.merges import Timescales
 from particles.analysis.tracking import MergeEvent
 from particles.config import SimulationConfig
@@ -73,4 +73,6 @@ def test_compare_table_shows_r_and_spread():
     assert kura[0] == "Kuramoto" and kura[3] == "spread" and float(kura[2]) < 1e-6
     assert lines[2].split()[3] == "1"  # a real single cluster
     assert "not a cluster" in lines[-1]
+    from particles.analysis.comparison import min_inner_product
+
     assert min_inner_product(ring(8)[0]) == -1.0
