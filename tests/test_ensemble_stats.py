@@ -98,3 +98,23 @@ def test_ensemble_clusters_figure_draws_bands_not_every_system(ensemble, tmp_pat
     assert len([ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]) == 2
     out = save_plot(traj, "clusters", tmp_path / "c.png", analysis=analysis, dpi=40)
     assert out.stat().st_size > 1000
+
+
+def test_ensemble_median_formation_counts_the_systems_that_never_formed(tmp_path):
+    # three systems: only one forms (a long plateau); the median formation is
+    # beyond the run, not the formation time of that one system
+    traj = collapsing(3, batch=3)
+    x = traj.positions.copy()
+    rng = np.random.default_rng(5)
+    from particles.sphere import normalize
+
+    x[:, 1:] = normalize(rng.normal(size=(traj.frames, 2, traj.n, 3)))
+    for f in range(traj.frames):  # f + 1 tokens at one point: the count changes every frame
+        x[f, 1:, : f + 1] = x[f, 1:, :1]
+    spread = type(traj)(traj.times, traj.steps, x, {}, traj.config)
+    a = analyze(spread)
+    assert np.isnan(a.timescales[1].formation_time) and np.isnan(a.timescales[2].formation_time)
+    fig = make_figure(spread, "clusters", analysis=a)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "median formation > 1e+03 (2 of 3 not formed)" in labels
+    assert not any(lab.startswith("median formation t=") for lab in labels)

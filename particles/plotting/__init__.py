@@ -777,13 +777,24 @@ def make_figure(
     energy = analysis.scalars["energy_normalized"]
     one_system = batch is None
     pred = _size_prediction(_system(analysis.labels, batch, system)) if one_system else None
-    # an ensemble is marked by the median formation time of its systems
-    forms = np.array([s.formation_time for s in analysis.timescales])
-    form = (
-        ts.formation_time
-        if one_system
-        else (float(np.nanmedian(forms)) if np.any(~np.isnan(forms)) else float("nan"))
-    )
+    # an ensemble is marked by the median formation time of all its systems, those
+    # not formed by the end counted as censored (Kaplan-Meier): NaN when over half
+    # never formed, and the legend says so
+    censored_note = None
+    if one_system:
+        form = ts.formation_time
+    else:
+        km = analysis.ensemble().formation
+        form = float(km.quantile(0.5))
+        if np.isnan(form):
+            censored_note = (
+                f"median formation > {T[-1]:.3g} ({km.censored} of {km.systems} not formed)"
+            )
+
+    def note(ax: Axes, loc: str) -> None:
+        if censored_note:
+            ax.plot([], [], " ", label=censored_note)
+            ax.legend(loc=loc, fontsize=8)
     if kind == "clusters":
         fig = Figure(figsize=(6.4, 6.0), layout="constrained")
         ax1, ax2 = fig.subplots(2, 1, sharex=True)
@@ -798,6 +809,8 @@ def make_figure(
         )
         ax1.set_xlabel("")
         plot_energy(T, energy, ax2, merges=merges if one_system else None, formation_time=form)
+        note(ax1, "lower left")
+        note(ax2, "upper left")
         ax2.set_xlabel(tlabel)
         fig.suptitle(title, fontsize=10)
         return fig
@@ -813,6 +826,7 @@ def make_figure(
         formation_time=form,
         size_prediction=pred,
     )
+    note(ax, "upper left")
     ax.set_xlabel(tlabel)
     fig.suptitle(title, fontsize=10)
     return fig
