@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -68,6 +68,63 @@ class Trajectory:
     def batched_positions(self) -> np.ndarray:
         """Positions with an explicit batch axis, shape (frames, batch, n, d)."""
         return self.positions if self.batch is not None else self.positions[:, None]
+
+    def to_xarray(self) -> Any:
+        """The run as an :class:`xarray.Dataset` (labelled axes, config in the attributes).
+
+        Returns
+        -------
+        xarray.Dataset
+            ``position`` with dims ``("time", "token", "coordinate")``, or
+            ``("time", "system", "token", "coordinate")`` for an ensemble;
+            every observable as a variable on ``("time"[, "system"])``;
+            ``step`` as a coordinate on ``time``; ``mass`` on ``token`` for a
+            weighted run.  ``attrs``: ``config`` (the JSON of the full
+            configuration), each scalar configuration entry by name (the
+            seed as a string: it does not fit a 64-bit integer), ``complete``
+            (0 or 1).
+
+        Raises
+        ------
+        ImportError
+            xarray is not installed (``pip install 'attention-particles[tables]'``).
+        """
+        try:
+            import xarray as xr
+        except ImportError:  # pragma: no cover - the message is the point
+            raise ImportError(
+                "to_xarray needs xarray: pip install 'attention-particles[tables]'"
+            ) from None
+        lead = ("time",) if self.batch is None else ("time", "system")
+        coords: dict[str, Any] = {
+            "time": np.asarray(self.times),
+            "step": ("time", np.asarray(self.steps)),
+            "token": np.arange(self.n),
+            "coordinate": np.arange(self.d),
+        }
+        if self.batch is not None:
+            coords["system"] = np.arange(self.batch)
+        data: dict[str, Any] = {
+            "position": ((*lead, "token", "coordinate"), np.asarray(self.positions))
+        }
+        for name, value in self.observables.items():
+            data[name] = (lead, np.asarray(value))
+        attrs: dict[str, Any] = {"complete": int(bool(self.complete))}
+        cfg = self.config
+        if cfg is not None:
+            if cfg.masses is not None:
+                data["mass"] = ("token", np.asarray(cfg.masses, dtype=np.float64))
+            attrs["config"] = cfg.to_json()
+            for key, value in cfg.to_dict().items():
+                if key == "seed" and value is not None:
+                    attrs[key] = str(value)
+                elif isinstance(value, bool):
+                    attrs[key] = int(value)
+                elif isinstance(value, str | float) or (
+                    isinstance(value, int) and abs(value) < 2**63
+                ):
+                    attrs[key] = value
+        return xr.Dataset(data, coords=coords, attrs=attrs)
 
     def __repr__(self) -> str:
         shape = "x".join(map(str, self.positions.shape))

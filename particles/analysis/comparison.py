@@ -20,7 +20,7 @@ from particles.io.compare import load_comparison
 from particles.trajectory import Trajectory
 
 __all__ = ["LABELS", "ComparisonResult", "KernelComparison", "KernelRun", "ModelSummary",
-           "model_label"]
+           "min_inner_product", "model_label"]
 
 #: display names; other registered models are shown in upper case.
 LABELS = {"sa": "SA", "usa": "USA", "kuramoto": "Kuramoto"}
@@ -49,6 +49,11 @@ class ModelSummary:
         ``(1/n^2) sum_ij exp(beta (<x_i, x_j> - 1))`` in (0, 1].
     complete : bool
         Whether the model's run reached its final time.
+    spread : bool
+        The tokens form one eps-linked component spanning more than 90
+        degrees (``clusters == 1`` and some ``<x_i, x_j> < 0``): a population
+        spread round the circle (an incoherent Kuramoto population), not a
+        cluster; the table prints ``spread`` and ``r`` tells how coherent it is.
     """
 
     model: str
@@ -57,6 +62,33 @@ class ModelSummary:
     clusters: int
     energy_normalized: float
     complete: bool
+    spread: bool = False
+
+    @property
+    def clusters_text(self) -> str:
+        """The cluster count as the table prints it (``"spread"`` for a spread population)."""
+        return "spread" if self.spread else str(self.clusters)
+
+
+def min_inner_product(x: np.ndarray, chunk: int = 512) -> float:
+    """``min_{i, j} <x_i, x_j>`` of one system, in row blocks (no n-by-n matrix).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+    chunk : int
+        Rows per block.
+
+    Returns
+    -------
+    float
+        1.0 for a single token.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    out = 1.0
+    for a in range(0, x.shape[0], chunk):
+        out = min(out, float((x[a : a + chunk] @ x.T).min()))
+    return out
 
 
 @dataclass(frozen=True)
@@ -108,26 +140,42 @@ class ComparisonResult:
 
     def summaries(self, eps: float = DEFAULT_EPS) -> tuple[ModelSummary, ...]:
         """One :class:`ModelSummary` per model, in run order."""
-        return tuple(
-            ModelSummary(
-                model=m,
-                time=float(t.times[-1]),
-                order_parameter=float(t.observables["order_parameter"][-1]),
-                clusters=int(count_clusters(t.final, eps)),
-                energy_normalized=float(t.observables["energy_normalized"][-1]),
-                complete=t.complete,
+        out = []
+        for m, t in self.trajectories.items():
+            k = int(count_clusters(t.final, eps))
+            out.append(
+                ModelSummary(
+                    model=m,
+                    time=float(t.times[-1]),
+                    order_parameter=float(t.observables["order_parameter"][-1]),
+                    clusters=k,
+                    energy_normalized=float(t.observables["energy_normalized"][-1]),
+                    complete=t.complete,
+                    spread=bool(k == 1 and min_inner_product(t.final) < 0),
+                )
             )
-            for m, t in self.trajectories.items()
-        )
+        return tuple(out)
 
     def table(self, eps: float = DEFAULT_EPS) -> str:
-        """A text table of :meth:`summaries`: one line per model."""
+        """A text table of :meth:`summaries`: one line per model.
+
+        ``r`` is the order parameter ``|(1/n) sum_j x_j|`` at the last frame;
+        ``clusters`` reads ``spread`` where the tokens are one component
+        spread over more than 90 degrees (see :class:`ModelSummary`).
+        """
         lines = [f"{'model':<10}{'t':>10}{'r':>9}{'clusters':>10}{'energy_norm':>13}"]
+        spread = False
         for s in self.summaries(eps):
+            spread |= s.spread
             lines.append(
                 f"{model_label(s.model):<10}{s.time:>10.4g}{s.order_parameter:>9.4f}"
-                f"{s.clusters:>10d}{s.energy_normalized:>13.6g}"
+                f"{s.clusters_text:>10}{s.energy_normalized:>13.6g}"
                 + ("" if s.complete else "  (incomplete)")
+            )
+        if spread:
+            lines.append(
+                f"spread: one eps-linked component (eps={eps:g}) spanning more than 90 degrees, "
+                "not a cluster; r measures its coherence"
             )
         return "\n".join(lines)
 

@@ -29,6 +29,21 @@ File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
                                    start, end, log_length, long_lived, censored
       timescales/<column>          (max(batch, 1),)  formation_time,
                                    first_merge_time, clusters_formed (NaN / 0: none)
+      ensemble/                    ensembles only (:mod:`particles.analysis.ensemble`):
+        count_values               (k,)                 cluster counts seen
+        count_systems              (frames, k)          systems with each count
+        levels                     (q,)                 quantile levels
+        count_quantiles            (frames, q)          cluster-count quantiles
+        formation_quantiles        (q,)  Kaplan-Meier, NaN: beyond the run
+        first_merge_quantiles      (q,)  over the systems that formed
+        <curve>/{time,survival,at_risk,events}  curve = formation, first_merge:
+                                   P(T > t) just after each event time
+        <curve>/{systems,censored} ()  systems in the curve, censored at the end
+
+The attribute ``model`` names the run's model ("" when unknown).  A frame whose
+single cluster spans more than 90 degrees (``cluster_count == 1`` and
+``min_inner_product < 0``) is a *spread* population, not a cluster (an
+incoherent Kuramoto population): the summary says so and shows ``r``.
 
 The file I/O is :mod:`particles.io.analysis`.  The group is replaced
 atomically: it is built as ``/_analysis_tmp`` and only
@@ -48,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from particles.analysis.components import DEFAULT_EPS
+from particles.analysis.ensemble import EnsembleStats, ensemble_stats
 from particles.analysis.histograms import DEFAULT_BINS, pair_histogram
 from particles.analysis.merges import (
     DEFAULT_MIN_DECADES,
@@ -124,6 +140,112 @@ class AnalysisResult:
         """Ensemble size, or None for a single system."""
         return self.info.get("batch")
 
+    @property
+    def spread(self) -> np.ndarray:
+        """Frames (and systems) whose one cluster spans more than 90 degrees.
+
+        True where ``counts == 1`` and ``min_inner_product < 0``: the tokens
+        form one chain-linked component around the sphere (e.g. an
+        incoherent Kuramoto population), not a cluster.  Shape of
+        :attr:`counts`; all False when the scalar is missing.
+        """
+        mip = self.scalars.get("min_inner_product")
+        if mip is None:
+            return np.zeros(np.shape(self.counts), dtype=bool)
+        return (np.asarray(self.counts) == 1) & (np.asarray(mip) < 0)
+
+    def ensemble(self, levels: Any = None) -> EnsembleStats | None:
+        """Cluster-count distribution, time-scale quantiles and survival curves.
+
+        Parameters
+        ----------
+        levels : sequence of float, optional
+            Quantile levels (default 5, 25, 50, 75, 95 %).
+
+        Returns
+        -------
+        EnsembleStats or None
+            None for a single system (see :mod:`particles.analysis.ensemble`).
+        """
+        if self.batch is None:
+            return None
+        extra = {} if levels is None else {"levels": levels}
+        return ensemble_stats(
+            self.times,
+            self.counts,
+            np.array([t.formation_time for t in self.timescales]),
+            np.array([t.first_merge_time for t in self.timescales]),
+            **extra,
+        )
+
+    def to_dataframe(self, table: str = "merges") -> Any:
+        """One of the results as a tidy :class:`pandas.DataFrame` (one row per record).
+
+        Parameters
+        ----------
+        table : {"merges", "splits", "plateaus", "timescales", "frames"}
+            ``merges``: one row per absorbed cluster (system, frame, time,
+            into, absorbed, size_into, size_absorbed, phase: "fast" before the
+            system's formation time, "slow" after, "unformed" when its
+            clusters never formed); ``splits``, ``plateaus``: the columns of
+            the file layout; ``timescales``: one row per system
+            (formation_time, first_merge_time, clusters_formed, separation);
+            ``frames``: one row per frame and system (frame, time, system,
+            cluster_count, spread and every scalar).
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        ImportError
+            pandas is not installed (``pip install 'attention-particles[tables]'``).
+        """
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - the message is the point
+            raise ImportError(
+                "to_dataframe needs pandas: pip install 'attention-particles[tables]'"
+            ) from None
+        tables = ("merges", "splits", "plateaus", "timescales", "frames")
+        if table not in tables:
+            raise ValueError(f"table must be one of {', '.join(tables)}, got {table!r}")
+        if table == "frames":
+            counts = np.asarray(self.counts)
+            B = 1 if counts.ndim == 1 else counts.shape[1]
+            cols: dict[str, Any] = {
+                "frame": np.repeat(np.arange(self.times.size), B),
+                "time": np.repeat(self.times, B),
+                "system": np.tile(np.arange(B), self.times.size),
+                "cluster_count": counts.reshape(-1),
+                "spread": self.spread.reshape(-1),
+            }
+            for name, v in self.scalars.items():
+                cols[name] = np.asarray(v).reshape(-1)
+            return pd.DataFrame(cols)
+        if table == "timescales":
+            return pd.DataFrame(
+                {
+                    "system": [t.system for t in self.timescales],
+                    "formation_time": [t.formation_time for t in self.timescales],
+                    "first_merge_time": [t.first_merge_time for t in self.timescales],
+                    "clusters_formed": [t.clusters_formed for t in self.timescales],
+                    "separation": [t.separation for t in self.timescales],
+                }
+            )
+        data: dict[str, np.ndarray] = {}
+        rows = _rows(self, table)
+        _table(data, table, _COLUMNS[table], rows)
+        frame = pd.DataFrame({k.split("/", 1)[1]: v for k, v in data.items()})
+        if table == "merges":
+            form = {t.system: t.formation_time for t in self.timescales}
+            frame["phase"] = [
+                _phase(t, form.get(int(b), np.nan))
+                for t, b in zip(frame["time"], frame["system"], strict=True)
+            ]
+        return frame
+
     def counts_at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cluster counts at the last saved frame at or before each time.
 
@@ -154,6 +276,13 @@ class AnalysisResult:
     def summary(self, times: np.ndarray | None = None, max_merges: int = 40) -> str:
         """A plain-text table: counts at chosen times, time scales, merges.
 
+        Ensembles add the distribution of the counts at each table time, the
+        quantiles of the formation and first-merge times (censored systems
+        counted) and the survival curve ``P(T_merge > t)``
+        (:meth:`ensemble`).  The order parameter ``r`` is shown next to the
+        counts; a frame whose one cluster spans more than 90 degrees is
+        printed as ``spread`` (:attr:`spread`), not as one cluster.
+
         Parameters
         ----------
         times : array_like, optional
@@ -165,34 +294,75 @@ class AnalysisResult:
         lines = []
         src = f"{info['source']}: " if info.get("source") else ""
         batch = self.batch
+        model = f"{info['model']}  " if info.get("model") else ""
         ens = f"  batch={batch}" if batch is not None else ""
         eps = "largest gap" if s["method"] == "gap" else f"eps={s['eps']:g} rad"
         lines.append(
-            f"{src}n={info.get('n')}  d={info.get('d')}  beta={info.get('beta'):g}"
+            f"{src}{model}n={info.get('n')}  d={info.get('d')}  beta={info.get('beta'):g}"
             f"{ens}  frames={self.times.size}  t=[{self.times[0]:g}, "
             f"{self.times[-1]:g}]  clusters: {eps} ({s['method']})"
         )
         lines.append("")
-        ft, fc = self.counts_at(self.default_table_times() if times is None else times)
+        table_times = self.default_table_times() if times is None else times
+        ft, fc = self.counts_at(table_times)
+        idx = np.searchsorted(self.times, ft)
+        r = self.scalars.get("order_parameter")
+        spread = self.spread
         if batch is None:
-            lines.append(f"{'time':>12}  {'clusters':>8}")
-            lines += [f"{t:>12.4g}  {int(c):>8d}" for t, c in zip(ft, fc, strict=True)]
+            head = f"{'time':>12}  {'clusters':>8}"
+            lines.append(head + (f"  {'r':>7}" if r is not None else ""))
+            for t, c, f in zip(ft, fc, idx, strict=True):
+                shown = "spread" if spread[f] else f"{int(c)}"
+                rr = f"  {float(r[f]):>7.4f}" if r is not None else ""
+                lines.append(f"{t:>12.4g}  {shown:>8}{rr}")
         else:
-            lines.append(f"{'time':>12}  {'mean':>8}  {'min':>5}  {'max':>5}   clusters")
-            lines += [
-                f"{t:>12.4g}  {c.mean():>8.3g}  {c.min():>5d}  {c.max():>5d}"
-                for t, c in zip(ft, fc, strict=True)
-            ]
+            st = self.ensemble()
+            lines.append(
+                f"{'time':>12}  {'mean':>6}  {'min':>4}  {'q25':>4}  {'med':>4}  {'q75':>4}  "
+                f"{'max':>4}" + (f"  {'mean r':>7}" if r is not None else "")
+                + "   systems by count (count:systems)"
+            )
+            lv = list(st.levels)
+            qcol = {q: lv.index(q) if q in lv else None for q in (0.25, 0.5, 0.75)}
+
+            def q(f: int, level: float, c: np.ndarray) -> int:
+                k = qcol[level]
+                return int(st.count_quantiles[f, k]) if k is not None else int(
+                    np.quantile(c, level, method="inverted_cdf"))
+
+            for t, c, f in zip(ft, fc, idx, strict=True):
+                rr = f"  {float(np.mean(r[f])):>7.4f}" if r is not None else ""
+                sp = int(spread[f].sum())
+                note = f"  ({sp} spread)" if sp else ""
+                lines.append(
+                    f"{t:>12.4g}  {c.mean():>6.3g}  {c.min():>4d}  {q(f, 0.25, c):>4d}  "
+                    f"{q(f, 0.5, c):>4d}  {q(f, 0.75, c):>4d}  {c.max():>4d}{rr}   "
+                    f"{st.distribution_line(f)}{note}"
+                )
         lines.append("")
         lines.append(
             f"time scales (long-lived plateau: >= {s['min_decades']:g} decade(s) of "
             f"time, measured from max(start, {s['time_unit']:g}))"
         )
+        if batch is not None:
+            lines.append(self.ensemble().table())
+            lines.append("")
+            lines.append("per system:")
         shown = self.timescales if batch is None else self.timescales[:20]
         for ts in shown:
             who = "" if batch is None else f"system {ts.system}: "
             if np.isnan(ts.formation_time):
                 lines.append(f"  {who}no long-lived plateau (clusters not formed)")
+                continue
+            f0 = int(np.searchsorted(self.times, ts.formation_time))
+            sp = spread[f0] if batch is None else spread[f0, ts.system]
+            if sp:
+                rr = "" if r is None else (
+                    f", r={float(r[f0] if batch is None else r[f0, ts.system]):.3g}")
+                lines.append(
+                    f"  {who}no clusters: from t={ts.formation_time:.4g} the tokens form one "
+                    f"component spanning more than 90 degrees (spread population{rr})"
+                )
                 continue
             if np.isnan(ts.first_merge_time):
                 merge = "no merge after formation"
@@ -210,37 +380,52 @@ class AnalysisResult:
         lines.append("")
         form = {ts.system: ts.formation_time for ts in self.timescales}
 
-        def slow(ev: MergeEvent) -> bool:
-            return bool(ev.time > form[ev.system])
+        def phase(ev: MergeEvent) -> str:
+            return _phase(ev.time, form[ev.system])
 
         shown_merges = self.merges
         if len(self.merges) > max_merges:
             # too many to list: the slow (metastable) merges are the news
-            shown_merges = [ev for ev in self.merges if slow(ev)]
+            shown_merges = [ev for ev in self.merges if phase(ev) == "slow"]
         lines.append(
             f"merges ({len(self.merges)}): time, "
             + ("system, " if batch is not None else "")
             + "surviving id <- absorbed ids, sizes, phase"
         )
         if len(shown_merges) < len(self.merges):
+            hidden = [ev for ev in self.merges if phase(ev) != "slow"]
+            fast = sum(phase(ev) == "fast" for ev in hidden)
+            unformed = len(hidden) - fast
+            parts = []
+            if fast:
+                parts.append(f"{fast} fast merges before the formation time")
+            if unformed:
+                parts.append(
+                    f"{unformed} merges in systems whose clusters never formed (no formation time)"
+                )
             lines.append(
-                f"  ({len(self.merges) - len(shown_merges)} fast merges before the "
-                f"formation time not listed; all are in /{ANALYSIS_GROUP}/merges)"
+                f"  ({'; '.join(parts)} not listed; all are in /{ANALYSIS_GROUP}/merges)"
             )
         for ev in shown_merges[:max_merges]:
-            phase = "slow" if slow(ev) else "fast"
             who = f"  system {ev.system:<3d}" if batch is not None else ""
             gone = ",".join(map(str, ev.absorbed))
             sizes = " + ".join(map(str, ev.sizes))
             lines.append(
                 f"  t={ev.time:<10.4g}{who}  {ev.into} <- {gone:<8}  "
-                f"sizes {sizes} = {ev.size_after}  {phase}"
+                f"sizes {sizes} = {ev.size_after}  {phase(ev)}"
             )
         if len(shown_merges) > max_merges:
             lines.append(f"  ... {len(shown_merges) - max_merges} more")
         if self.splits:
             lines.append(f"splits: {len(self.splits)} (tokens drifted past eps)")
         return "\n".join(lines)
+
+
+def _phase(time: float, formation_time: float) -> str:
+    """``"fast"`` before the formation time, ``"slow"`` after, ``"unformed"`` without one."""
+    if np.isnan(formation_time):
+        return "unformed"
+    return "slow" if time > formation_time else "fast"
 
 
 def analyze(
@@ -301,6 +486,7 @@ def analyze(
         "beta": float(beta),
         "batch": int(x.shape[1]) if batched else None,
         "source": None,
+        "model": getattr(config, "model", None),
     }
     return AnalysisResult(
         times=merge.times,
@@ -316,6 +502,24 @@ def analyze(
         settings=settings,
         info=info,
     )
+
+
+_COLUMNS = {"merges": _MERGE_COLUMNS, "splits": _SPLIT_COLUMNS, "plateaus": _PLATEAU_COLUMNS}
+
+
+def _rows(result: AnalysisResult, name: str) -> list[tuple]:
+    """The rows of one event table, in the column order of ``_COLUMNS[name]``."""
+    if name == "merges":
+        return [
+            (ev.system, ev.frame, ev.time, ev.into, gone, ev.sizes[0], size)
+            for ev in result.merges
+            for gone, size in zip(ev.absorbed, ev.sizes[1:], strict=True)
+        ]
+    if name == "splits":
+        return [
+            (ev.system, ev.frame, ev.time, ev.parent, ev.child, ev.size) for ev in result.splits
+        ]
+    return [tuple(getattr(p, c) for c in _PLATEAU_COLUMNS) for p in result.plateaus]
 
 
 def _table(
@@ -365,28 +569,8 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
         data[f"scalars/{name}"] = v
     data["histogram/bin_edges"] = result.bin_edges
     data["histogram/counts"] = result.histograms.astype(np.int64)
-    _table(
-        data,
-        "merges",
-        _MERGE_COLUMNS,
-        [
-            (ev.system, ev.frame, ev.time, ev.into, gone, ev.sizes[0], size)
-            for ev in result.merges
-            for gone, size in zip(ev.absorbed, ev.sizes[1:], strict=True)
-        ],
-    )
-    _table(
-        data,
-        "splits",
-        _SPLIT_COLUMNS,
-        [(ev.system, ev.frame, ev.time, ev.parent, ev.child, ev.size) for ev in result.splits],
-    )
-    _table(
-        data,
-        "plateaus",
-        _PLATEAU_COLUMNS,
-        [tuple(getattr(p, c) for c in _PLATEAU_COLUMNS) for p in result.plateaus],
-    )
+    for name in ("merges", "splits", "plateaus"):
+        _table(data, name, _COLUMNS[name], _rows(result, name))
     data["timescales/formation_time"] = np.asarray(
         [t.formation_time for t in result.timescales]
     )
@@ -396,9 +580,33 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     data["timescales/clusters_formed"] = np.array(
         [t.clusters_formed for t in result.timescales], np.int64
     )
+    attrs["model"] = info.get("model") or ""
+    st = result.ensemble()
+    if st is not None:
+        data.update(_ensemble_datasets(st))
     write_analysis_group(
         path, attrs, data, groups=("scalars", "histogram", "timescales"), compressed=("labels",)
     )
+
+
+def _ensemble_datasets(st: EnsembleStats) -> dict[str, np.ndarray]:
+    """The ``/analysis/ensemble`` datasets of the layout above."""
+    out = {
+        "ensemble/count_values": st.count_values,
+        "ensemble/count_systems": st.count_systems,
+        "ensemble/levels": st.levels,
+        "ensemble/count_quantiles": st.count_quantiles,
+        "ensemble/formation_quantiles": st.formation_quantiles,
+        "ensemble/first_merge_quantiles": st.first_merge_quantiles,
+    }
+    for name, curve in (("formation", st.formation), ("first_merge", st.first_merge)):
+        out[f"ensemble/{name}/time"] = curve.times
+        out[f"ensemble/{name}/survival"] = curve.survival
+        out[f"ensemble/{name}/at_risk"] = curve.at_risk
+        out[f"ensemble/{name}/events"] = curve.events
+        out[f"ensemble/{name}/systems"] = np.int64(curve.systems)
+        out[f"ensemble/{name}/censored"] = np.int64(curve.censored)
+    return out
 
 
 def read_analysis(path: str | os.PathLike) -> AnalysisResult:
@@ -477,6 +685,7 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
         "beta": float(a["beta"]),
         "batch": batch,
         "source": os.fspath(path),
+        "model": str(a.get("model", "")) or None,
     }
     return AnalysisResult(
         times, counts, labels, scalars, edges, hist, merges, splits, plateaus, ts, settings, info

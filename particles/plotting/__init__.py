@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 
 from particles.analysis import AnalysisResult, InnerProductHistogram, analyze
 from particles.paths import check_output_path
+from particles.plotting.titles import run_title, time_label
 
 #: figure kinds of :func:`make_figure` and ``particles plot --kind``.
 KINDS: dict[str, str] = {
@@ -295,12 +296,42 @@ def plot_tokens(
     return ax
 
 
+def largest_gap_cut(theta: np.ndarray) -> float:
+    """The middle of the largest empty arc between the angles, in [0, 2 pi).
+
+    Cutting the circle there (instead of at 0 = 2 pi) keeps every cluster in
+    one piece on an angle axis.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (n,)
+        Angles (any real values; taken modulo 2 pi).
+
+    Returns
+    -------
+    float
+    """
+    th = np.sort(np.mod(np.asarray(theta, dtype=np.float64).ravel(), 2 * np.pi))
+    if th.size == 0:
+        return 0.0
+    gaps = np.diff(np.concatenate([th, [th[0] + 2 * np.pi]]))
+    k = int(np.argmax(gaps))
+    return float(np.mod(th[k] + gaps[k] / 2, 2 * np.pi))
+
+
+def _pi_label(v: float) -> str:
+    """An angle as a multiple of pi/2, reduced to [0, 2 pi): "0", "π/2", "π", "3π/2"."""
+    k = round(v / (np.pi / 2)) % 4
+    return ("0", "π/2", "π", "3π/2")[k]
+
+
 def plot_angles(
     times: np.ndarray,
     positions: np.ndarray,
     ax: Axes | None = None,
     *,
     labels: np.ndarray | None = None,
+    cut: float | None = None,
 ) -> Axes:
     """Angles ``theta_i(t)`` of tokens on the circle against log time (d = 2).
 
@@ -311,6 +342,11 @@ def plot_angles(
     ax : Axes, optional
     labels : ndarray of int, shape (n,), optional
         Cluster id per token (colours).
+    cut : float, optional
+        Where the circle is cut open: the axis shows ``[cut, cut + 2 pi)``
+        (tick labels reduced modulo 2 pi).  Default
+        :func:`largest_gap_cut` of the last frame, so no cluster is split
+        between the top and the bottom of the axis.
 
     Returns
     -------
@@ -322,25 +358,73 @@ def plot_angles(
     ok = _positive(times)
     t = np.asarray(times)[ok]
     theta = circle_to_angles(np.asarray(positions)[ok])  # (frames, n) in [0, 2 pi)
+    if cut is None:
+        cut = largest_gap_cut(theta[-1]) if theta.size else 0.0
+    theta = cut + np.mod(theta - cut, 2 * np.pi)  # in [cut, cut + 2 pi)
     colors = _cluster_colors(labels, theta.shape[1])
     for i in range(theta.shape[1]):
         th = theta[:, i].copy()
-        # break the line where the token crosses the 0 / 2 pi seam
+        # break the line where the token crosses the cut
         th[1:][np.abs(np.diff(th)) > np.pi] = np.nan
         ax.plot(t, th, color=colors[i], linewidth=0.8)
     ax.set_xscale("log")
-    ax.set_ylim(0, 2 * np.pi)
-    ax.set_yticks([0, np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi], ["0", "π/2", "π", "3π/2", "2π"])
+    ax.set_ylim(cut, cut + 2 * np.pi)
+    quarter = np.pi / 2
+    ticks = quarter * np.arange(np.ceil(cut / quarter), np.floor((cut + 2 * np.pi) / quarter) + 1)
+    ax.set_yticks(ticks, [_pi_label(v) for v in ticks])
     ax.set_xlabel("time t")
-    ax.set_ylabel("angle θ")
+    ax.set_ylabel("angle θ (circle cut at the largest gap)")
     return ax
 
 
+def merge_label_groups(
+    times: np.ndarray, lo: float, hi: float, min_fraction: float = 0.035
+) -> list[list[int]]:
+    """Group merge times whose labels would overprint on a log-time axis.
+
+    Parameters
+    ----------
+    times : ndarray, shape (m,)
+        Merge times (> 0), increasing.
+    lo, hi : float
+        The axis range (> 0).
+    min_fraction : float
+        Labels closer than this fraction of the axis width share one label.
+
+    Returns
+    -------
+    list of list of int
+        Indices into ``times``, one list per label.
+    """
+    times = np.asarray(times, dtype=np.float64)
+    span = max(np.log10(hi / lo), 1e-12) if hi > lo > 0 else 1.0
+    groups: list[list[int]] = []
+    anchor = None
+    for k, t in enumerate(times):
+        u = np.log10(t)
+        if anchor is not None and (u - anchor) / span < min_fraction:
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+            anchor = u
+    return groups
+
+
 def _mark_events(
-    ax: Axes, merges, formation_time: float | None, annotate: bool, label: str = "formation"
+    ax: Axes,
+    merges,
+    formation_time: float | None,
+    annotate: bool,
+    label: str = "formation",
+    span: tuple[float, float] | None = None,
 ) -> None:
-    """Vertical marks: merges (fast grey, slow red) and the formation time."""
+    """Vertical marks: merges (fast grey, slow red) and the formation time.
+
+    Slow merges closer than a few per cent of the log axis share one label
+    (:func:`merge_label_groups`), so labels never overprint.
+    """
     form = np.inf if formation_time is None or np.isnan(formation_time) else formation_time
+    slow_events = []
     for ev in merges or ():
         slow = ev.time > form
         ax.axvline(
@@ -350,10 +434,20 @@ def _mark_events(
             linewidth=1.2 if slow else 0.6,
             zorder=1,
         )
-        if annotate and slow:
+        if slow and ev.time > 0:
+            slow_events.append(ev)
+    if annotate and slow_events:
+        slow_events.sort(key=lambda ev: ev.time)
+        times = np.array([ev.time for ev in slow_events])
+        lo, hi = span if span is not None else (times[0], times[-1])
+        for group in merge_label_groups(times, lo, hi):
+            evs = [slow_events[k] for k in group]
+            text = ("merge " if len(evs) == 1 else "merges ") + ", ".join(
+                "+".join(map(str, ev.sizes)) for ev in evs
+            )
             ax.annotate(
-                "merge " + "+".join(map(str, ev.sizes)),
-                (ev.time, 0.97),
+                text,
+                (evs[0].time, 0.97),
                 xycoords=("data", "axes fraction"),
                 xytext=(-3, 0),
                 textcoords="offset points",
@@ -374,6 +468,29 @@ def _mark_events(
         )
 
 
+#: quantile bands of ensemble plots: (low, high, alpha), widest first.
+BANDS = ((0.05, 0.95, 0.15), (0.25, 0.75, 0.35))
+
+
+def _quantile_bands(
+    ax: Axes, t: np.ndarray, values: np.ndarray, color: str, *, discrete: bool, step: bool
+) -> None:
+    """Median line and the :data:`BANDS` of an ensemble's values (frames, batch)."""
+    method = "inverted_cdf" if discrete else "linear"
+    levels = sorted({q for lo, hi, _ in BANDS for q in (lo, hi)} | {0.5})
+    qs = dict(zip(levels, np.quantile(values, levels, axis=1, method=method), strict=True))
+    for lo, hi, alpha in BANDS:
+        ax.fill_between(
+            t, qs[lo], qs[hi], color=color, alpha=alpha, linewidth=0,
+            label=f"{100 * lo:g}-{100 * hi:g} %", **({"step": "post"} if step else {}),
+        )
+    label = f"median of {values.shape[1]} systems"
+    if step:
+        ax.step(t, qs[0.5], where="post", color=color, linewidth=2.0, label=label)
+    else:
+        ax.plot(t, qs[0.5], color=color, linewidth=2.0, label=label)
+
+
 def plot_cluster_count(
     times: np.ndarray,
     counts: np.ndarray,
@@ -382,6 +499,7 @@ def plot_cluster_count(
     merges=None,
     formation_time: float | None = None,
     plateaus=None,
+    system: int | None = None,
 ) -> Axes:
     """Cluster count against log time.
 
@@ -389,8 +507,9 @@ def plot_cluster_count(
     ----------
     times : ndarray, shape (frames,)
     counts : ndarray, shape (frames,) or (frames, batch)
-        One system (a staircase) or an ensemble (each system thin, the mean
-        thick).
+        One system (a staircase) or an ensemble: its median staircase with
+        the 25-75 % band and a lighter 5-95 % band (quantiles of the counts
+        per frame, values the ensemble takes).
     ax : Axes, optional
     merges : list of MergeEvent, optional
         Marked by vertical lines (fast merges grey, those after the formation
@@ -399,6 +518,8 @@ def plot_cluster_count(
         Marked by a dashed line.
     plateaus : list of Plateau, optional
         Long-lived ones are shaded.
+    system : int, optional
+        Ensemble only: also draw this member's staircase (thin).
 
     Returns
     -------
@@ -412,19 +533,15 @@ def plot_cluster_count(
     for p in plateaus or ():
         if p.long_lived:
             ax.axvspan(max(p.start, t[0]), p.end, color="tab:blue", alpha=0.08, linewidth=0)
+    span = (float(t[0]), float(t[-1])) if t.size else None
     if c.ndim == 1:
         ax.step(t, c, where="post", color="tab:blue", linewidth=1.6, label="clusters")
-        _mark_events(ax, merges, formation_time, annotate=True)
+        _mark_events(ax, merges, formation_time, annotate=True, span=span)
     else:
-        ax.step(t, c, where="post", color="tab:blue", linewidth=0.5, alpha=0.35)
-        ax.step(
-            t,
-            c.mean(axis=1),
-            where="post",
-            color="tab:blue",
-            linewidth=2.0,
-            label=f"mean of {c.shape[1]} systems",
-        )
+        _quantile_bands(ax, t, c, "tab:blue", discrete=True, step=True)
+        if system is not None:
+            ax.step(t, c[:, system], where="post", color="k", linewidth=0.7, alpha=0.6,
+                    label=f"system {system}")
         _mark_events(ax, None, formation_time, annotate=False, label="median formation")
     ax.set_xscale("log")
     top = int(np.max(c)) if c.size else 1
@@ -478,14 +595,7 @@ def plot_energy(
         ax.plot(t, e, color="tab:purple", linewidth=1.6, label=r"$2\beta e^{-\beta}E_\beta$")
         _mark_events(ax, merges, formation_time, annotate=False)
     else:
-        ax.plot(t, e, color="tab:purple", linewidth=0.5, alpha=0.35)
-        ax.plot(
-            t,
-            e.mean(axis=1),
-            color="tab:purple",
-            linewidth=2.0,
-            label=rf"mean $2\beta e^{{-\beta}}E_\beta$ ({e.shape[1]} systems)",
-        )
+        _quantile_bands(ax, t, e, "tab:purple", discrete=False, step=False)
         _mark_events(ax, None, formation_time, annotate=False, label="median formation")
     if size_prediction is not None:
         ax.step(
@@ -508,12 +618,18 @@ def plot_energy(
 # ---------------------------------------------------------------- figures
 
 
-def _run_title(traj: Any, analysis: AnalysisResult) -> str:
+def _run_title(traj: Any, analysis: AnalysisResult, system: int | None = None) -> str:
+    """:func:`~particles.plotting.titles.run_title` of the run (from the analysis
+    facts when the trajectory has no configuration)."""
     cfg = getattr(traj, "config", None)
-    model = f"{cfg.model.upper()}, " if cfg is not None else ""
     info = analysis.info
-    ens = f", batch={info['batch']}" if info.get("batch") else ""
-    return f"{model}n={info['n']}, d={info['d']}, β={info['beta']:g}{ens}"
+    if cfg is not None:
+        return run_title(cfg, system=system, batch=info.get("batch"))
+    ens = ""
+    if info.get("batch"):
+        ens = (f", system {system} of {info['batch']}" if system is not None
+               else f", ensemble of {info['batch']}")
+    return f"n={info['n']}, d={info['d']}, β={info['beta']:g}{ens}"
 
 
 def _system(a: np.ndarray, batch: int | None, system: int) -> np.ndarray:
@@ -604,7 +720,10 @@ def make_figure(
     batch = analysis.batch
     _check_system(batch, system)
     T = analysis.times
-    title = _run_title(traj, analysis)
+    cfg = getattr(traj, "config", None)
+    title = _run_title(traj, analysis)  # the whole run (an ensemble: all its systems)
+    member = _run_title(traj, analysis, system if batch is not None else None)
+    tlabel = time_label(cfg)
     ts = analysis.timescales[system if batch is not None else 0]
     merges = [ev for ev in analysis.merges if ev.system == system]
 
@@ -624,7 +743,8 @@ def make_figure(
             ax.label_outer()
         for ax in axes[idx.size :]:
             ax.set_visible(False)
-        fig.suptitle(f"pair inner products, {title}")
+        pooled = ", all systems pooled" if batch is not None else ""
+        fig.suptitle(f"pair inner products{pooled}\n{title}", fontsize=10)
         return fig
 
     if kind == "sphere":
@@ -634,7 +754,7 @@ def make_figure(
         labels = _system(analysis.labels, batch, system)[last]
         d = path.shape[-1]
         k = len(np.unique(labels))
-        head = f"{title}\nt = {T[last]:.3g}, {k} cluster{'s' if k > 1 else ''}"
+        head = f"{member}\nt = {T[last]:.3g}, {k} cluster{'s' if k > 1 else ''}"
         if d == 2:
             fig = Figure(figsize=(10.0, 4.8), layout="constrained")
             ax = fig.add_subplot(1, 2, 1)
@@ -644,6 +764,7 @@ def make_figure(
                 T[: last + 1], path[: last + 1], fig.add_subplot(1, 2, 2), labels=labels
             )
             ax2.set_title("angles (colour: cluster at the end)", fontsize=10)
+            ax2.set_xlabel(tlabel)
             return fig
         fig = Figure(figsize=(5.5, 5.5), layout="constrained")
         ax = fig.add_subplot(projection="3d")
@@ -656,13 +777,24 @@ def make_figure(
     energy = analysis.scalars["energy_normalized"]
     one_system = batch is None
     pred = _size_prediction(_system(analysis.labels, batch, system)) if one_system else None
-    # an ensemble is marked by the median formation time of its systems
-    forms = np.array([s.formation_time for s in analysis.timescales])
-    form = (
-        ts.formation_time
-        if one_system
-        else (float(np.nanmedian(forms)) if np.any(~np.isnan(forms)) else float("nan"))
-    )
+    # an ensemble is marked by the median formation time of all its systems, those
+    # not formed by the end counted as censored (Kaplan-Meier): NaN when over half
+    # never formed, and the legend says so
+    censored_note = None
+    if one_system:
+        form = ts.formation_time
+    else:
+        km = analysis.ensemble().formation
+        form = float(km.quantile(0.5))
+        if np.isnan(form):
+            censored_note = (
+                f"median formation > {T[-1]:.3g} ({km.censored} of {km.systems} not formed)"
+            )
+
+    def note(ax: Axes, loc: str) -> None:
+        if censored_note:
+            ax.plot([], [], " ", label=censored_note)
+            ax.legend(loc=loc, fontsize=8)
     if kind == "clusters":
         fig = Figure(figsize=(6.4, 6.0), layout="constrained")
         ax1, ax2 = fig.subplots(2, 1, sharex=True)
@@ -673,10 +805,14 @@ def make_figure(
             merges=merges if one_system else None,
             formation_time=form,
             plateaus=[p for p in analysis.plateaus if p.system == system] if one_system else None,
+            system=None if one_system else system,
         )
         ax1.set_xlabel("")
         plot_energy(T, energy, ax2, merges=merges if one_system else None, formation_time=form)
-        fig.suptitle(title)
+        note(ax1, "lower left")
+        note(ax2, "upper left")
+        ax2.set_xlabel(tlabel)
+        fig.suptitle(title, fontsize=10)
         return fig
 
     # kind == "energy"
@@ -690,7 +826,9 @@ def make_figure(
         formation_time=form,
         size_prediction=pred,
     )
-    fig.suptitle(title)
+    note(ax, "upper left")
+    ax.set_xlabel(tlabel)
+    fig.suptitle(title, fontsize=10)
     return fig
 
 
@@ -745,9 +883,9 @@ def save_movie(
     directions = principal_directions(path) if d > 3 else np.eye(d)
     shown = path @ directions  # (frames, n, 2 or 3)
     colors = _cluster_colors(labels[-1], n)
-    title = _run_title(traj, analysis)
+    title = _run_title(traj, analysis, system if batch is not None else None)
     if d > 3:
-        title += " (top 3 principal directions)"
+        title += "\n(top 3 principal directions)"
 
     # build the scene once and move its artists: rebuilding 3-D axes for every
     # frame costs ~10x more

@@ -18,6 +18,7 @@ from particles.analysis.comparison import KernelComparison
 from particles.paths import check_output_path
 from particles.plotting import plot_histogram
 from particles.plotting.compare import STYLES, log_time
+from particles.plotting.titles import seed_text
 
 __all__ = ["default_times", "kernel_comparison_figure", "plot_kernel_comparison"]
 
@@ -111,7 +112,7 @@ def kernel_comparison_figure(result: KernelComparison, *, times: ArrayLike | Non
     cfg = runs[0].trajectory.config
     top.suptitle(
         f"{cfg.model.upper()}, n={x0.shape[0]}, d={x0.shape[1]}, β={cfg.beta:g}, "
-        f"seed {result.seed}: {len(runs)} kernels from the same initial tokens"
+        f"{seed_text(result.seed)}: {len(runs)} kernels from the same initial tokens"
     )
 
     grid = np.asarray(bottom.subplots(rows, cols, sharex=True, sharey=True, squeeze=False))

@@ -1,0 +1,297 @@
+"""Statistics of an ensemble: cluster-count distributions, time-scale quantiles, survival.
+
+An ensemble (``batch`` independent systems) is summarised per saved frame by
+the distribution of its cluster counts, and per system by its two time
+scales (:class:`~particles.analysis.Timescales`).  Time scales are
+*censored*: a system whose clusters had not formed, or had not merged, by the
+last saved time ``T`` only tells that its time is larger than ``T``.
+Quantiles and survival curves therefore come from the Kaplan-Meier estimator
+(Kaplan and Meier, JASA 53, 1958), with censoring at the final time:
+
+    S(t) = prod_{event times t_k <= t} (1 - e_k / r_k),
+
+``e_k`` systems with their event at ``t_k`` among the ``r_k`` still at risk
+(event time ``>= t_k``, censored ones included).  With censoring only at the
+final time this is the empirical fraction of systems still waiting, but the
+estimator stays right if systems are censored earlier.  The ``q`` quantile is
+the first time at which ``1 - S`` reaches ``q``; NaN when it does not before
+the censoring time (printed as ``> T``: the run was too short to see it).
+
+Two curves:
+
+formation
+    Time to the first long-lived plateau, over every system; a system
+    without one is censored at the final time.
+first merge
+    Time of the first merge after formation (``T_merge``), over the systems
+    that formed; those without a merge are censored at the final time.
+    Systems that never formed have no first merge and are left out (counted
+    in :attr:`EnsembleStats.not_formed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: default quantile levels of the ensemble tables.
+DEFAULT_LEVELS = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+__all__ = ["DEFAULT_LEVELS", "EnsembleStats", "SurvivalCurve", "ensemble_stats", "kaplan_meier"]
+
+
+@dataclass(frozen=True)
+class SurvivalCurve:
+    """A Kaplan-Meier survival curve ``S(t) = P(T > t)``.
+
+    Attributes
+    ----------
+    times : ndarray, shape (k,)
+        Distinct event times, increasing.
+    survival : ndarray, shape (k,)
+        ``S`` just after each event time (right-continuous steps; 1 before
+        the first).
+    at_risk : ndarray of int64, shape (k,)
+        Systems whose time is ``>= times[j]``.
+    events : ndarray of int64, shape (k,)
+        Systems whose event is at ``times[j]``.
+    systems : int
+        Systems in the curve.
+    censored : int
+        Systems whose event was not seen.
+    censor_time : float
+        Largest censoring time (the final saved time; NaN without censoring).
+    """
+
+    times: np.ndarray
+    survival: np.ndarray
+    at_risk: np.ndarray
+    events: np.ndarray
+    systems: int
+    censored: int
+    censor_time: float
+
+    def at(self, t: np.ndarray | float) -> np.ndarray:
+        """``S(t) = P(T > t)`` at given times, shape of ``t``.
+
+        Beyond the censoring time the value is undefined and NaN.
+        """
+        t = np.asarray(t, dtype=np.float64)
+        k = np.searchsorted(self.times, t, side="right")
+        s = np.concatenate([[1.0], self.survival])[k] if self.systems else np.full(t.shape, np.nan)
+        if self.censored and np.isfinite(self.censor_time):
+            s = np.where(t > self.censor_time, np.nan, s)
+        return s
+
+    def quantile(self, q: Sequence[float] | float) -> np.ndarray:
+        """First time at which ``1 - S`` reaches ``q`` (NaN: not reached in the run).
+
+        Parameters
+        ----------
+        q : float or sequence of float in (0, 1]
+
+        Returns
+        -------
+        ndarray, shape of ``q``
+        """
+        q = np.asarray(q, dtype=np.float64)
+        out = np.full(q.shape, np.nan)
+        if self.times.size:
+            failed = 1.0 - self.survival
+            # a tiny tolerance so that 1 - S = 0.25 computed as 0.2499... counts
+            k = np.searchsorted(failed, q - 1e-12, side="left")
+            ok = k < self.times.size
+            out[ok] = self.times[np.minimum(k, self.times.size - 1)][ok]
+        return out
+
+
+def kaplan_meier(durations: np.ndarray, observed: np.ndarray) -> SurvivalCurve:
+    """Kaplan-Meier estimate of ``P(T > t)`` from possibly censored durations.
+
+    Parameters
+    ----------
+    durations : ndarray, shape (m,)
+        Event time of each system, or its censoring time.
+    observed : ndarray of bool, shape (m,)
+        True where the event was seen, False where censored.
+
+    Returns
+    -------
+    SurvivalCurve
+        Ties follow the usual convention: events at a time come before
+        censoring at the same time.
+    """
+    t = np.asarray(durations, dtype=np.float64).ravel()
+    e = np.asarray(observed, dtype=bool).ravel()
+    if t.shape != e.shape:
+        raise ValueError(f"durations and observed differ in shape: {t.shape} vs {e.shape}")
+    if np.any(np.isnan(t)):
+        raise ValueError("durations must not be NaN (give censored systems their censoring time)")
+    ev_times = np.unique(t[e])
+    at_risk = np.array([int(np.sum(t >= s)) for s in ev_times], dtype=np.int64)
+    events = np.array([int(np.sum(e & (t == s))) for s in ev_times], dtype=np.int64)
+    survival = np.cumprod(1.0 - events / np.maximum(at_risk, 1)) if ev_times.size else np.zeros(0)
+    censored = int(np.sum(~e))
+    return SurvivalCurve(
+        times=ev_times,
+        survival=survival,
+        at_risk=at_risk,
+        events=events,
+        systems=int(t.size),
+        censored=censored,
+        censor_time=float(t[~e].max()) if censored else float("nan"),
+    )
+
+
+@dataclass(frozen=True)
+class EnsembleStats:
+    """Distribution of the cluster count per frame and of the two time scales.
+
+    Attributes
+    ----------
+    times : ndarray, shape (frames,)
+    count_values : ndarray of int64, shape (k,)
+        The cluster counts seen anywhere in the run, increasing.
+    count_systems : ndarray of int64, shape (frames, k)
+        Number of systems with ``count_values[j]`` clusters at each frame
+        (rows sum to ``batch``).
+    levels : ndarray, shape (q,)
+        Quantile levels.
+    count_quantiles : ndarray of int64, shape (frames, q)
+        Quantiles of the cluster count per frame (values the ensemble takes:
+        the inverted empirical CDF, so medians stay integers).
+    formation : SurvivalCurve
+        Time to formation, every system (not formed: censored at the end).
+    first_merge : SurvivalCurve
+        ``P(T_merge > t)`` over the systems that formed (no merge: censored).
+    not_formed : int
+        Systems without a formation time (left out of ``first_merge``).
+    """
+
+    times: np.ndarray
+    count_values: np.ndarray
+    count_systems: np.ndarray
+    levels: np.ndarray
+    count_quantiles: np.ndarray
+    formation: SurvivalCurve
+    first_merge: SurvivalCurve
+    not_formed: int
+
+    @property
+    def batch(self) -> int:
+        """Number of systems."""
+        return int(self.count_systems[0].sum()) if self.count_systems.size else 0
+
+    @property
+    def formation_quantiles(self) -> np.ndarray:
+        """Formation-time quantiles at :attr:`levels`, shape (q,) (NaN: beyond the run)."""
+        return self.formation.quantile(self.levels)
+
+    @property
+    def first_merge_quantiles(self) -> np.ndarray:
+        """First-merge-time quantiles at :attr:`levels`, shape (q,) (NaN: beyond the run)."""
+        return self.first_merge.quantile(self.levels)
+
+    def distribution_line(self, frame: int) -> str:
+        """``"2:5 3:1"``: systems (after the colon) with each count at one frame."""
+        row = self.count_systems[frame]
+        return " ".join(f"{k}:{m}" for k, m in zip(self.count_values, row, strict=True) if m)
+
+    def table(self, times: np.ndarray | None = None) -> str:
+        """Plain-text quantile and survival tables.
+
+        Parameters
+        ----------
+        times : ndarray, optional
+            Times at which ``P(T_merge > t)`` is printed (default: the
+            distinct first-merge times, at most 12 of them, and the end).
+        """
+        T = float(self.times[-1])
+        head = "".join(f"{100 * q:>10g}%" for q in self.levels)
+
+        def row(values: np.ndarray) -> str:
+            return "".join(f"{v:>11.4g}" if np.isfinite(v) else f"{'> ' + f'{T:.4g}':>11}"
+                           for v in values)
+
+        f, m = self.formation, self.first_merge
+        lines = [
+            f"time-scale quantiles over {self.batch} systems (Kaplan-Meier; not seen by "
+            f"t={T:.4g}: censored there)",
+            f"{'':<13}{head}",
+            f"{'formation':<13}{row(self.formation_quantiles)}"
+            f"   censored {f.censored} of {f.systems} (not formed)",
+            f"{'first merge':<13}{row(self.first_merge_quantiles)}"
+            f"   censored {m.censored} of {m.systems} (formed, no merge)"
+            + (f"; {self.not_formed} not formed: left out" if self.not_formed else ""),
+        ]
+        if times is None:
+            pts = m.times if m.times.size <= 12 else m.times[np.linspace(
+                0, m.times.size - 1, 12).round().astype(int)]
+            times = np.unique(np.concatenate([pts, [T]]))
+        times = np.asarray(times, dtype=np.float64)
+        if m.systems:
+            lines.append("")
+            lines.append(f"survival of the clusters formed: P(T_merge > t), {m.systems} systems")
+            lines.append(f"{'t':>12}  {'P(T_merge > t)':>14}  {'no merge yet':>12}")
+            s = m.at(times)
+            for t, v in zip(times, s, strict=True):
+                waiting = m.systems - int(m.events[m.times <= t].sum())
+                val = f"{v:>14.4f}" if np.isfinite(v) else f"{'-':>14}"
+                lines.append(f"{t:>12.4g}  {val}  {waiting:>12d}")
+        return "\n".join(lines)
+
+
+def ensemble_stats(
+    times: np.ndarray,
+    counts: np.ndarray,
+    formation_time: np.ndarray,
+    first_merge_time: np.ndarray,
+    *,
+    levels: Sequence[float] = DEFAULT_LEVELS,
+) -> EnsembleStats:
+    """Ensemble statistics from per-frame counts and per-system time scales.
+
+    Parameters
+    ----------
+    times : ndarray, shape (frames,)
+    counts : ndarray of int, shape (frames, batch)
+        Cluster count of every system at every frame.
+    formation_time, first_merge_time : ndarray, shape (batch,)
+        Per-system time scales (NaN: not seen), as in
+        :class:`~particles.analysis.Timescales`.
+    levels : sequence of float in (0, 1)
+        Quantile levels (default 5, 25, 50, 75, 95 %).
+
+    Returns
+    -------
+    EnsembleStats
+    """
+    times = np.asarray(times, dtype=np.float64)
+    counts = np.asarray(counts)
+    if counts.ndim != 2 or counts.shape[0] != times.size:
+        raise ValueError(f"counts must have shape ({times.size}, batch), got {counts.shape}")
+    lv = np.asarray(levels, dtype=np.float64)
+    if lv.ndim != 1 or np.any((lv <= 0) | (lv >= 1)):
+        raise ValueError(f"levels must be numbers in (0, 1), got {levels!r}")
+    values = np.unique(counts).astype(np.int64)
+    per = (counts[:, :, None] == values[None, None, :]).sum(axis=1).astype(np.int64)
+    cq = np.quantile(counts, lv, axis=1, method="inverted_cdf").T.astype(np.int64)
+    form = np.asarray(formation_time, dtype=np.float64)
+    merge = np.asarray(first_merge_time, dtype=np.float64)
+    end = float(times[-1]) if times.size else 0.0
+    formed = np.isfinite(form)
+    formation = kaplan_meier(np.where(formed, form, end), formed)
+    seen = np.isfinite(merge[formed])
+    first_merge = kaplan_meier(np.where(seen, merge[formed], end), seen)
+    return EnsembleStats(
+        times=times,
+        count_values=values,
+        count_systems=per,
+        levels=lv,
+        count_quantiles=cq,
+        formation=formation,
+        first_merge=first_merge,
+        not_formed=int(np.sum(~formed)),
+    )

@@ -1,0 +1,139 @@
+"""Titles and axis labels that say what ran, built from a configuration.
+
+:func:`run_title` is the one place a figure's title is made from a
+:class:`~particles.config.SimulationConfig`: model, kernel and its parameter,
+``V`` when not the identity (``-I``: repulsive), ``Q, K`` when given,
+``usa_scale``, random weights, heads, layers, Sinkhorn, token masses,
+Kuramoto's coupling and frequencies, the ensemble member drawn, and the
+seed when it is short (a 39-digit entropy seed is "seed: see file").
+:func:`time_label` names the time axis (``e^β t`` for the rescaled USA).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from particles.analysis.comparison import model_label
+
+__all__ = ["SHORT_SEED_DIGITS", "kernel_text", "run_title", "seed_text", "time_label"]
+
+#: seeds with more digits are not written in titles ("seed: see file").
+SHORT_SEED_DIGITS = 8
+
+_SYMBOLS = {"beta": "β", "tau": "τ", "gamma": "\u03b3"}
+
+
+def kernel_text(config: Any) -> str:
+    """``"edp kernel, β=9"``, ``"rbf kernel, τ=2"``: the kernel and its parameter."""
+    from particles.config import KERNEL_PARAMETERS
+
+    param = KERNEL_PARAMETERS[config.kernel]
+    value = getattr(config, param)
+    return f"{config.kernel} kernel, {_SYMBOLS.get(param, param)}={value:g}"
+
+
+def _matrix_text(name: str, value: Any) -> str | None:
+    if isinstance(value, str):
+        if value == "identity":
+            return None
+        if value == "minus_identity":
+            return f"{name}=-I" + (" (repulsive)" if name == "V" else "")
+        return f"{name}={value}"
+    return f"{name} given"
+
+
+def seed_text(seed: Any) -> str | None:
+    """``"seed 7"``, or ``"seed: see file"`` for a long entropy seed (None: no seed)."""
+    if seed is None:
+        return None
+    s = str(seed)
+    return f"seed {s}" if len(s) <= SHORT_SEED_DIGITS else "seed: see file"
+
+
+def run_title(
+    config: Any,
+    *,
+    system: int | None = None,
+    batch: int | None = None,
+    width: int = 80,
+    seed: bool = True,
+) -> str:
+    """A title naming what ran.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        The run's configuration.
+    system : int, optional
+        The ensemble member drawn (``"system 3 of 256"``); None for a figure
+        of the whole ensemble (``"ensemble of 256"``).
+    batch : int, optional
+        Ensemble size (default ``config.batch``).
+    width : int
+        Lines are wrapped at this many characters.
+    seed : bool
+        Name the seed (when it has at most :data:`SHORT_SEED_DIGITS` digits).
+
+    Returns
+    -------
+    str
+        One or more lines, e.g.
+        ``"SA, edp kernel, β=9, n=32, d=3, V=-I (repulsive), system 3 of 8, seed 7"``.
+    """
+    cfg = config
+    parts = [model_label(cfg.model)]
+    if cfg.model == "kuramoto":
+        parts.append(f"c={cfg.coupling:g}")
+        if isinstance(cfg.omega, str):
+            parts.append(f"ω~{cfg.omega}")
+        elif cfg.omega is not None:
+            parts.append("ω given")
+    else:
+        parts.append(kernel_text(cfg))
+        if cfg.kernel != "edp" and cfg.beta:
+            parts.append(f"β={cfg.beta:g} (energy)")
+    parts.append(f"n={cfg.n}, d={cfg.d}")
+    if cfg.model != "kuramoto":
+        for name in ("Q", "K", "V"):
+            text = _matrix_text(name, getattr(cfg, name))
+            if text:
+                parts.append(text)
+        if cfg.model == "usa" and cfg.usa_scale != "n":
+            parts.append(f"usa_scale={cfg.usa_scale} (time e^β t)")
+        if cfg.weights != "given":
+            parts.append(f"weights {cfg.weights}")
+        if cfg.value_weights != "given":
+            parts.append(f"V weights {cfg.value_weights}")
+        if cfg.heads > 1:
+            parts.append(f"{cfg.heads} heads")
+        if cfg.layer_time is not None:
+            parts.append(f"layers of {cfg.layer_time:g} time units")
+        if cfg.normalization != "softmax":
+            parts.append(f"{cfg.normalization} normalisation")
+    if cfg.masses is not None:
+        parts.append("weighted tokens")
+    b = cfg.batch if batch is None else batch
+    if b is not None:
+        parts.append(f"system {system} of {b}" if system is not None else f"ensemble of {b}")
+    if seed:
+        s = seed_text(cfg.seed)
+        if s:
+            parts.append(s)
+    return "\n".join(textwrap.wrap(", ".join(parts), width=width, break_long_words=False))
+
+
+def time_label(config: Any = None, *, log: bool = False) -> str:
+    """The time axis label: ``"time t"``, or ``"time e^β t"`` for the rescaled USA.
+
+    With ``usa_scale="n_exp_beta"`` the run integrates USA with weights
+    ``e^{-β} exp(β <x_i, x_j>) / n``: its time is ``e^β t`` in the time ``t``
+    of USA with ``usa_scale="n"``.
+    """
+    rescaled = (
+        config is not None
+        and getattr(config, "model", None) == "usa"
+        and getattr(config, "usa_scale", "n") == "n_exp_beta"
+    )
+    text = r"time $e^{\beta} t$ (usa_scale=n_exp_beta)" if rescaled else "time t"
+    return text + (" (log)" if log else "")
