@@ -518,7 +518,7 @@ def simulate(
     unknown = sorted(set(attention) - _OTHER_FIELDS)
     if unknown:
         raise TypeError(f"simulate() got an unexpected keyword argument {unknown[0]!r}; "
-                        f"allowed: {', '.join(sorted(_FIELDS - {'init'} | {'x0', 'progress'}))}")
+                        f"allowed: {', '.join(sorted(_FIELDS | {'x0', 'progress'}))}")
     config = SimulationConfig(
         n=n, d=d, beta=beta, model=model, kernel=kernel, usa_scale=usa_scale,
         integrator=integrator, dt=dt, T=T, save_every=save_every, save_times=save_times,

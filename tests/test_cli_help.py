@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 from clitools import invoke, usage_error
-from particles_cli.options import REQUIRED, cli_message
+from particles_cli.options import REQUIRED
 from particles_cli.simulate import simulate as simulate_command
 
 import particles
@@ -59,6 +59,8 @@ def test_noise_is_an_unknown_option_in_one_line():
 
 
 def test_config_errors_use_option_names_on_the_command_line(tmp_path):
+    from particles_cli.options import cli_message
+
     assert cli_message("usa_scale must be 'n' for kernel='rbf' (the e^-beta time change)") \
         == "--usa-scale must be 'n' for --kernel='rbf' (the e^-beta time change)"
     result = invoke("simulate", "--out", tmp_path / "x.h5", "--n", 4, "--d", 3, "--beta", 1,
