@@ -12,6 +12,7 @@ import numpy as np
 from particles_cli.options import (
     CONFIG_KEYS,
     NamesType,
+    cli_message,
     load_npy,
     option_name,
     some_config_options,
@@ -162,7 +163,7 @@ def compare(
             raise click.BadParameter(str(exc), param_hint=hint) from None
         except (ValueError, TypeError) as exc:
             field = str(exc).split(" ", 1)[0]
-            message = " ".join(str(exc).split())
+            message = cli_message(" ".join(str(exc).split()))
             if field in CONFIG_KEYS and field != "d":
                 raise click.BadParameter(message, param_hint=f"'{option_name(field)}'") from None
             if field == "theta0":

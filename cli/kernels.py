@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from particles_cli.options import CONFIG_KEYS, NamesType, option_name, some_config_options
+from particles_cli.options import (
+    CONFIG_KEYS,
+    NamesType,
+    cli_message,
+    option_name,
+    some_config_options,
+)
 from particles_cli.simulate import one_line_warnings
 
 from particles.analysis import DEFAULT_EPS
@@ -90,7 +96,7 @@ def kernels(
             raise SystemExit(1) from None
         except (ValueError, TypeError) as exc:
             field = str(exc).split(" ", 1)[0]
-            message = " ".join(str(exc).split())
+            message = cli_message(" ".join(str(exc).split()))
             if field == "kernel":  # e.g. --model kuramoto has no attention kernel
                 raise click.BadParameter(message, param_hint="'--kernels'") from None
             if field in CONFIG_KEYS or field == "eps":

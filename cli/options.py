@@ -8,6 +8,7 @@ before any work starts; a bad one is a one-line click error (exit code 2).
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 from particles.config import (
     NAMED_MATRICES,
     OMEGA_DISTRIBUTIONS,
+    POSITIONS,
     USA_SCALES,
     SimulationConfig,
     parse_init,
@@ -42,6 +44,20 @@ NAMED_INITS = tuple(name for name, c in INITIAL_CONDITIONS.items() if c.sample i
 def option_name(field: str) -> str:
     """The command-line spelling of a configuration field: ``save_every`` -> ``--save-every``."""
     return "--" + field.replace("_", "-")
+
+
+_API_NAME = re.compile(r"(?<![\w'-])(" + "|".join(sorted(CONFIG_KEYS, key=len, reverse=True))
+                       + r")(?=(=| must\b| is\b))")
+
+
+def cli_message(text: str) -> str:
+    """A library message in command-line names: ``usa_scale must be 'n' for
+    kernel='rbf'`` -> ``--usa-scale must be 'n' for --kernel='rbf'``.
+
+    Configuration fields followed by ``=``, ``must`` or ``is`` are renamed
+    (other words that happen to equal a field name are left alone).
+    """
+    return _API_NAME.sub(lambda m: option_name(m.group(1)), text)
 
 
 def load_npy(value: str | Path, what: str) -> np.ndarray:
@@ -310,6 +326,14 @@ CONFIG_OPTIONS: list[tuple[str, Callable]] = [
         ),
     ),
     (
+        "positions",
+        click.option(
+            "--positions", "positions", type=click.Choice(list(POSITIONS)),
+            help="Positions kept: " + "; ".join(f"{k} ({v})" for k, v in POSITIONS.items())
+            + ". The observables are kept at every frame; analyze and plot need all.",
+        ),
+    ),
+    (
         "observables",
         click.option(
             "--observables", "observables", metavar="NAME[,NAME...]",
@@ -338,13 +362,50 @@ class NamesType(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+#: what ``--help`` shows as the default of a field whose default is None.
+_NONE_DEFAULTS = {
+    "save_times": "none: every --save-every steps",
+    "batch": "none: one system",
+    "seed": "fresh entropy",
+    "omega": "none: all zero",
+    "layer_time": "none: one draw",
+    "observables": f"pairwise up to n = {PAIRWISE_DEFAULT_MAX_N}, order beyond",
+}
+
+
+def default_text(field: str) -> str | None:
+    """The default of a configuration field as ``--help`` shows it (None: required)."""
+    f = {f.name: f for f in dataclasses.fields(SimulationConfig)}[field]
+    if f.default is dataclasses.MISSING:
+        return None
+    if f.default is None:
+        return _NONE_DEFAULTS.get(field, "none")
+    if isinstance(f.default, str):
+        return f.default.replace("_", "-") if field in ("Q", "K", "V") else f.default
+    return f"{f.default:g}" if isinstance(f.default, float) else str(f.default)
+
+
+def _with_default(field: str, decorate: Callable) -> Callable:
+    """``decorate``, with the option's ``--help`` showing SimulationConfig's default
+    (the option's own default is None: an unset value comes from --config first)."""
+
+    def wrapped(f: Callable) -> Callable:
+        f = decorate(f)
+        text = default_text(field)
+        if text is not None:
+            f.__click_params__[-1].show_default = text
+        return f
+
+    return wrapped
+
+
 def some_config_options(*fields: str) -> Callable[[Callable], Callable]:
     """Add the configuration options of the given fields (see :data:`CONFIG_OPTIONS`)."""
     shared = dict(CONFIG_OPTIONS)
 
     def decorate(f: Callable) -> Callable:
         for name in reversed(fields):
-            f = shared[name](f)
+            f = _with_default(name, shared[name])(f)
         return f
 
     return decorate
@@ -352,8 +413,8 @@ def some_config_options(*fields: str) -> Callable[[Callable], Callable]:
 
 def config_options(f: Callable) -> Callable:
     """Add every configuration option (see :data:`CONFIG_OPTIONS`) to a command."""
-    for _, decorate in reversed(CONFIG_OPTIONS):
-        f = decorate(f)
+    for name, decorate in reversed(CONFIG_OPTIONS):
+        f = _with_default(name, decorate)(f)
     return f
 
 
@@ -442,6 +503,9 @@ def build_config(
         return SimulationConfig(**values), x0
     except (ValueError, TypeError) as exc:
         field = str(exc).split(" ", 1)[0]
+        # the message in the names the user typed: options, or the file's keys
+        from_toml = field in from_file and field not in given
+        text = str(exc) if from_toml else cli_message(str(exc))
         if field in CONFIG_KEYS:
-            raise click.BadParameter(str(exc), param_hint=hint(field)) from None
-        raise click.UsageError(str(exc)) from None
+            raise click.BadParameter(text, param_hint=hint(field)) from None
+        raise click.UsageError(text) from None

@@ -13,6 +13,7 @@ import numpy as np
 from particles_cli.options import (
     CONFIG_KEYS,
     build_config,
+    cli_message,
     config_options,
     option_name,
     read_config_file,
@@ -76,7 +77,7 @@ def resume_config(out: Path, options: dict, config_file: Path | None) -> Simulat
         ) from None
     from_file = read_config_file(config_file) if config_file else {}
     filled = {
-        k: stored[k] if options.get(k) is None and k not in from_file else options.get(k)
+        k: stored.get(k) if options.get(k) is None and k not in from_file else options.get(k)
         for k in CONFIG_KEYS
     }
     config, _ = build_config(filled, config_file)  # x0: frame 0 is in the file
@@ -155,7 +156,9 @@ def stop_on_signals():
     is_flag=True,
     help="Continue the incomplete --out from its last frame with the configuration "
     "stored in it; the original command's options may be given again (refused, "
-    "naming them, where they differ from the stored ones).",
+    "naming them, where they differ from the stored ones).  With a larger --T "
+    "alone, extends the run (complete or not) to it, bit-identical to asking for "
+    "that --T from the start.",
 )
 @click.option(
     "--config",
@@ -205,7 +208,7 @@ def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None,
         except ResumeMismatch as exc:
             raise click.UsageError(mismatch_line(out, exc)) from None
         except ValueError as exc:  # checked before any work: x0, the file to resume
-            raise click.UsageError(str(exc)) from None
+            raise click.UsageError(cli_message(str(exc))) from None
     if summary is not None:
         click.echo(str(out))
         click.echo(summary_line(summary))

@@ -9,11 +9,14 @@ The public API::
 Names are loaded lazily (PEP 562 module ``__getattr__``): ``import particles``
 and light modules such as :mod:`particles.sphere` or :mod:`particles.errors`
 load neither Numba nor h5py; the first use of ``particles.simulate`` does.
+Subpackages and modules load the same way on first attribute access:
+``import particles; particles.analysis.ClusterDetector`` works.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import TYPE_CHECKING, Any
 
 from particles.version import __version__
@@ -53,9 +56,16 @@ __all__ = [
 ]
 
 
+def _submodules() -> set[str]:
+    """Public subpackages and modules (``analysis``, ``io``, ``sphere``, ...)."""
+    return {m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
+
+
 def __getattr__(name: str) -> Any:
     module = _API.get(name)
     if module is None:
+        if name in _submodules():  # particles.analysis without importing it first
+            return importlib.import_module(f"particles.{name}")
         raise AttributeError(f"module 'particles' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this function

@@ -43,6 +43,13 @@ INITS: dict[str, str] = {k: c.description for k, c in INITIAL_CONDITIONS.items()
 #: named matrices accepted for Q, K, V.
 NAMED_MATRICES = ("identity", "minus_identity")
 
+#: what a run keeps of the positions (``positions=``), name -> description.
+POSITIONS: dict[str, str] = {
+    "all": "every saved frame",
+    "final": "only the last saved frame (observables at every frame)",
+    "none": "no frame (observables only; files keep the latest frame to resume from)",
+}
+
 #: (lazy, see ``__getattr__``) ``USA_SCALES``: the USA normalisations, keys of
 #: :data:`particles.fields.USA_SCALES`; ``OMEGA_DISTRIBUTIONS``, ``parse_omega``,
 #: ``freeze_omega``: from :mod:`particles.fields.frequencies`.
@@ -316,6 +323,11 @@ class SimulationConfig:
         None picks :func:`particles.observables.default_observers` (the
         pairwise set up to ``PAIRWISE_DEFAULT_MAX_N`` tokens, the O(n)
         ``order`` set beyond); the resolved names are recorded.
+    positions : {"all", "final", "none"}
+        Which positions a run keeps (:data:`POSITIONS`): every saved frame
+        (the default), only the last one, or none (observables only; a file
+        still holds the latest frame as its resume point, see
+        :mod:`particles.io.h5md`).
     """
 
     n: int
@@ -352,6 +364,7 @@ class SimulationConfig:
     layer_time: float | None = None
     weight_draws: str = "shared"
     observables: tuple[str, ...] | None = None
+    positions: str = "all"
 
     def __post_init__(self) -> None:
         from particles.fields import KERNELS, MODELS, check_usa_range
@@ -402,6 +415,7 @@ class SimulationConfig:
         set_(self, "rtol", _check_float("rtol", self.rtol, minimum=0.0, strict=True))
         set_(self, "atol", _check_float("atol", self.atol, minimum=0.0, strict=True))
         set_(self, "max_steps", _check_int("max_steps", self.max_steps, 1))
+        _check_choice("positions", self.positions, tuple(POSITIONS))
         self._check_attention()
         qk = QK_WEIGHTS.get(self.weights)
         if qk is not None and not qk.random:
@@ -551,6 +565,9 @@ class SimulationConfig:
         if isinstance(out["omega"], tuple):
             out["omega"] = list(out["omega"])
         out["observables"] = list(out["observables"])
+        if out["positions"] == "all":
+            # the default is not written: files of earlier versions stay byte-identical
+            del out["positions"]
         return out
 
     def to_json(self) -> str:

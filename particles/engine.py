@@ -15,6 +15,7 @@ never changes the initial condition drawn for a seed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Iterator
@@ -493,8 +494,16 @@ def march(
 
 
 def collect(config: SimulationConfig, frames: list[Frame], *, complete: bool) -> Trajectory:
-    """Assemble frames into a :class:`Trajectory` (drops the batch axis for one system)."""
-    positions = np.stack([f.positions for f in frames])
+    """Assemble frames into a :class:`Trajectory` (drops the batch axis for one system).
+
+    Positions follow ``config.positions``: every frame's, the last frame's
+    (shape (1, ...)) or none (shape (0, ...)).
+    """
+    if config.positions == "all" or not frames:
+        positions = np.stack([f.positions for f in frames])
+    else:
+        keep = frames[-1].positions[None]
+        positions = keep if config.positions == "final" else keep[:0]
     names = frames[0].observables.keys() if frames else ()
     obs = {k: np.stack([f.observables[k] for f in frames]) for k in names}
     if config.batch is None:
@@ -528,9 +537,26 @@ def run(config: SimulationConfig, x0: np.ndarray | None = None, *,
     config = config.resolved()
     X0 = initial_positions(config, x0)
     bar = Progress(config.T, enabled=progress)
+    frames: list[Frame] = []
     with bar:
-        frames = list(iter_frames(config, X0, progress=bar.update))
+        for fr in iter_frames(config, X0, progress=bar.update):
+            if config.positions != "all" and frames:
+                # keep only the latest frame's positions (a large ensemble's
+                # frames would not fit in memory)
+                last = frames[-1]
+                empty = np.empty((0, *last.positions.shape[1:]))  # not a view: frees them
+                frames[-1] = Frame(last.index, last.step, last.time, empty, last.observables)
+            frames.append(fr)
     return collect(config, frames, complete=True)
+
+
+#: SimulationConfig fields, and those simulate takes through ``**attention``.
+_FIELDS = frozenset(f.name for f in dataclasses.fields(SimulationConfig))
+_OTHER_FIELDS = _FIELDS - {
+    "n", "d", "beta", "model", "kernel", "usa_scale", "integrator", "dt", "T", "save_every",
+    "save_times", "batch", "seed", "init", "Q", "K", "V", "masses", "rtol", "atol",
+    "max_steps", "coupling", "omega",
+}
 
 
 def simulate(
@@ -602,8 +628,8 @@ def simulate(
     **attention
         Further configuration fields: ``tau``, ``gamma``, ``weights``,
         ``value_weights``, ``heads``, ``normalization``, ``sinkhorn_iters``,
-        ``sinkhorn_tol``, ``layer_time``, ``weight_draws`` (see
-        :class:`~particles.config.SimulationConfig`).
+        ``sinkhorn_tol``, ``layer_time``, ``weight_draws``, ``observables``,
+        ``positions`` (see :class:`~particles.config.SimulationConfig`).
 
     Returns
     -------
@@ -615,6 +641,10 @@ def simulate(
     ValueError
         Invalid arguments (the message names the argument and allowed values).
     """
+    unknown = sorted(set(attention) - _OTHER_FIELDS)
+    if unknown:
+        raise TypeError(f"simulate() got an unexpected keyword argument {unknown[0]!r}; "
+                        f"allowed: {', '.join(sorted(_FIELDS | {'x0', 'progress'}))}")
     config = SimulationConfig(
         n=n, d=d, beta=beta, model=model, kernel=kernel, usa_scale=usa_scale,
         integrator=integrator, dt=dt, T=T, save_every=save_every, save_times=save_times,

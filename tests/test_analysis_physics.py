@@ -15,6 +15,8 @@ import pytest
 import particles
 from particles.analysis import MergeAnalysis, analyze
 
+pytestmark = pytest.mark.slow  # a long physics validation (README: Tests)
+
 SAVE_TIMES = np.concatenate([[0.0], np.logspace(-1, 4, 51)])
 
 

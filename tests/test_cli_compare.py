@@ -140,7 +140,7 @@ def test_compare_missing_options_and_bad_angle_files(tmp_path, no_comparison_run
     usage_error(
         invoke("compare", *BASE, "--init", bad, "--out", tmp_path / "m.h5"),
         "--init",
-        "4 tokens but n=10",
+        "4 tokens but --n=10",  # option names on the command line (issue 11 item 12)
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.npy"]
 

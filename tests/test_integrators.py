@@ -61,6 +61,7 @@ def _fixed_steps(integrator, drift, X0, p, h, T):
     return X
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(INTEGRATORS))
 def test_order_linear_skew_field(name):
     rng = np.random.default_rng(0)
@@ -89,6 +90,7 @@ def _sa_reference(X0, beta, T):
     return sol.y[:, -1].reshape(n, d), field
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(INTEGRATORS))
 def test_order_small_sa_system(name):
     rng = np.random.default_rng(1)

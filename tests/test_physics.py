@@ -32,6 +32,7 @@ def _rho_usa(n, beta):
     return lambda _t, r: (2 / n) * np.exp(beta * r) * (1 - r) * ((n - 1) * r + 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["sa", "usa"])
 @pytest.mark.parametrize("beta", [0.0, 1.0, 4.0])
 def test_equiangular_solution(model, beta):
@@ -66,6 +67,7 @@ def _euler_rho_step(rho, n, beta, h, model):
     return uv / uu
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["sa", "usa"])
 def test_euler_layer_matches_exact_recursion(model):
     n, d, beta, h = 5, 5, 2.0, 0.05
@@ -84,6 +86,7 @@ def _velocity(X, beta, model, V=None):
     return Y - np.einsum("id,id->i", X, Y)[:, None] * X
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["sa", "usa"])
 def test_energy_dissipation_formula(model):
     """dE/dt along the simulated flow equals the dissipation of DESIGN.md."""
@@ -104,6 +107,7 @@ def test_energy_dissipation_formula(model):
     assert abs(dEdt - expected) < 1e-5 * expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,V,sign", [("sa", None, 1), ("usa", None, 1),
                                           ("sa", "minus_identity", -1),
                                           ("usa", "minus_identity", -1)])

@@ -460,6 +460,12 @@ def analyze(
     AnalysisResult
     """
     config = getattr(trajectory, "config", None)
+    kept = getattr(config, "positions", "all")
+    if kept != "all":
+        raise ValueError(
+            f"the analysis finds clusters in every frame's positions, and this run kept "
+            f"positions={kept!r} (its observables are in the file); rerun with "
+            f"positions='all' to analyse it")
     if beta is None:
         if config is None:
             raise ValueError("beta is required for a trajectory without a config")

@@ -21,6 +21,27 @@ Layout (https://www.nongnu.org/h5md/, version 1.1)::
                                    seed (decimal string: resolved seeds are up to 128 bits)
         versions                   particles, numpy, numba, h5py, hdf5, python
 
+Positions kept (``config.positions``, :data:`particles.config.POSITIONS`).
+With ``"all"`` (the default) the layout is the one above.  With ``"final"``
+or ``"none"`` (large ensembles that need the observables only)::
+
+    /particles/tokens/position
+        step, time  (1,)                              the latest flushed frame,
+        value       (1, n, d) | (1, batch, n, d)      overwritten at each flush
+    /observables/<name>
+        step    int64   (frames,)                     the observables' own clock,
+        time    float64 (frames,)                     hard links to one pair
+        value   (frames,) | (frames, batch)
+
+The one-frame position element is the run's resume point (and, once the run
+is complete, its final positions): ``--resume`` and extending ``T`` continue
+from it.  Readers of such a file see positions of shape (1, ...) for
+``"final"`` and (0, ...) for ``"none"``.  Per batch the writer appends the
+observables, then their time and step, then overwrites the resume point;
+readers use the frames up to the resume point, so a kill between the two
+writes loses the frames after it (a kill in the middle of overwriting the
+one frame itself can leave it inconsistent: nothing is written twice).
+
 A single system (``config.batch`` is None) is plain H5MD: ``value`` has shape
 (frames, n, d).  An ensemble of ``batch`` independent systems adds one axis
 after the frame axis: ``value[f, b]`` is system ``b`` at frame ``f``, and each
@@ -216,7 +237,8 @@ def inspect_group(
             f"positions {of}of shape {value.shape} do not match "
             f"{'its' if label else 'the'} configuration (frames, {', '.join(map(str, shape))})",
         )
-    lengths = [value.shape[0], pos["step"].shape[0], pos["time"].shape[0]]
+    keep_all = config.positions == "all"
+    lengths = [value.shape[0], pos["step"].shape[0], pos["time"].shape[0]] if keep_all else []
     names = []
     obs_shape = () if config.batch is None else (config.batch,)
     elements = f.get(observables, {})
@@ -233,7 +255,24 @@ def inspect_group(
             )
         names.append(name)
         lengths.append(data.shape[0])
-    return min(lengths), tuple(names)
+    if keep_all:
+        return min(lengths), tuple(names)
+    return _resume_frames(elements, names, lengths, pos), tuple(names)
+
+
+def _clock(elements, names) -> h5py.Group:
+    """The observable element holding the observables' step and time (hard links)."""
+    return elements[names[0]]
+
+
+def _resume_frames(elements, names, lengths, pos) -> int:
+    """Frames of a file without every frame's positions: those up to the resume point."""
+    if not names or pos["value"].shape[0] < 1 or pos["time"].shape[0] < 1:
+        return 0
+    clock = _clock(elements, names)
+    k = min([*lengths, clock["step"].shape[0], clock["time"].shape[0]])
+    hits = np.flatnonzero(np.asarray(clock["time"][:k]) == pos["time"][0])
+    return int(hits[-1]) + 1 if hits.size else 0
 
 
 def _inspect(f: h5py.File, path: Path) -> _Header:
@@ -340,7 +379,8 @@ def load(path: str | Path):
     Trajectory
         ``positions`` of shape (frames, n, d), or (frames, batch, n, d) for an
         ensemble; ``complete`` is False for a run that stopped early.  The file
-        is closed before this returns.
+        is closed before this returns.  A run with ``positions="final"``
+        holds its last frame only, shape (1, ...); ``"none"`` none, (0, ...).
 
     Raises
     ------
@@ -351,10 +391,12 @@ def load(path: str | Path):
     def reader(f: h5py.File, h: _Header) -> Trajectory:
         pos = f[_POSITION]
         k = h.frames
+        kept = {"all": slice(0, k), "final": slice(0, 1), "none": slice(0, 0)}
+        clock = pos if h.config.positions == "all" else _clock(f["observables"], h.observables)
         return Trajectory(
-            times=np.asarray(pos["time"][:k], dtype=np.float64),
-            steps=np.asarray(pos["step"][:k], dtype=np.int64),
-            positions=np.asarray(pos["value"][:k], dtype=np.float64),
+            times=np.asarray(clock["time"][:k], dtype=np.float64),
+            steps=np.asarray(clock["step"][:k], dtype=np.int64),
+            positions=np.asarray(pos["value"][kept[h.config.positions]], dtype=np.float64),
             observables=_read_observables(f, h.observables, slice(0, k)),
             config=h.config,
             complete=h.complete,
@@ -385,16 +427,17 @@ def read_summary(path: str | Path) -> RunSummary:
         pos = f[_POSITION]
         last = h.frames - 1
         final_obs = _read_observables(f, h.observables, last)
+        at = last if h.config.positions == "all" else 0  # else: the resume point
         return RunSummary(
             path=Path(path),
             config=h.config,
             frames=h.frames,
             frames_expected=len(h.config.output_times()),
-            time=float(pos["time"][last]),
-            step=int(pos["step"][last]),
+            time=float(pos["time"][at]),
+            step=int(pos["step"][at]),
             complete=h.complete,
             observables=h.observables,
-            final=np.asarray(pos["value"][last], dtype=np.float64),
+            final=np.asarray(pos["value"][at], dtype=np.float64),
             final_observables={k: (v if v.ndim else float(v)) for k, v in final_obs.items()},
         )
 
@@ -550,6 +593,10 @@ class GroupWriter:
         bool
             True when this call wrote frames to disk.
         """
+        if self.config.positions != "all" and self._buffer:
+            # only the latest positions are written (the resume point)
+            self._buffer_bytes -= self._buffer[-1].positions.nbytes
+            self._buffer[-1] = _without_positions(self._buffer[-1])
         self._buffer.append(frame)
         self._buffer_bytes += frame.positions.nbytes
         if (
@@ -572,30 +619,45 @@ class GroupWriter:
             pos = f[self._position]
             obs = f[self._observables]
             names = list(frames[0].observables)
+            keep_all = self.config.positions == "all"
             if not len(obs):
                 shape = () if self._single else (self.config.batch,)
                 # what the energy measures, unless the default (edp, Q = K = I)
                 energy = energy_definition(self.config).definition
+                clock = pos
                 for name in names:
                     g = obs.create_group(name)
                     appendable(g, "value", shape, np.float64)
                     if energy and name in ("energy", "energy_normalized"):
                         g.attrs["definition"] = energy
-                    g["step"] = pos["step"]  # hard links: sampled with the positions
-                    g["time"] = pos["time"]
+                    if not keep_all and clock is pos:  # the observables' own clock
+                        appendable(g, "step", (), np.int64)
+                        appendable(g, "time", (), np.float64)
+                        clock = g
+                        continue
+                    g["step"] = clock["step"]  # hard links: sampled with the positions
+                    g["time"] = clock["time"]
             elif set(obs) != set(names):
                 raise ValueError(
                     f"observables {sorted(names)} differ from those stored in the "
                     f"file ({sorted(obs)})"
                 )
             # value first, time and step last: readers use the shortest length
-            x = np.stack([fr.positions for fr in frames])
-            _put(pos["value"], k0, k1, x[:, 0] if self._single else x)
+            if keep_all:
+                x = np.stack([fr.positions for fr in frames])
+                _put(pos["value"], k0, k1, x[:, 0] if self._single else x)
             for name in names:
                 v = np.stack([fr.observables[name] for fr in frames])
                 _put(obs[name]["value"], k0, k1, v[:, 0] if self._single else v)
-            _put(pos["time"], k0, k1, np.array([fr.time for fr in frames]))
-            _put(pos["step"], k0, k1, np.array([fr.step for fr in frames], dtype=np.int64))
+            clock = pos if keep_all else _clock(obs, list(obs))
+            _put(clock["time"], k0, k1, np.array([fr.time for fr in frames]))
+            _put(clock["step"], k0, k1, np.array([fr.step for fr in frames], dtype=np.int64))
+            if not keep_all:  # then the resume point: the latest frame, overwritten
+                last = frames[-1]
+                _put(pos["value"], 0, 1, last.positions[None, 0] if self._single
+                     else last.positions[None])
+                _put(pos["time"], 0, 1, np.array([last.time]))
+                _put(pos["step"], 0, 1, np.array([last.step], dtype=np.int64))
         self._file.flush()
         self.frames += len(frames)
         self._buffer = []
@@ -612,6 +674,12 @@ class GroupWriter:
         self.flush()
         self._file[self._parameters].attrs["complete"] = np.int8(bool(complete))
         self._file.flush()
+
+
+def _without_positions(frame: Frame) -> Frame:
+    """A buffered frame whose positions will not be written (kept: shape only)."""
+    empty = np.empty((0, *frame.positions.shape[1:]), dtype=frame.positions.dtype)
+    return Frame(frame.index, frame.step, frame.time, empty, frame.observables)
 
 
 def _put(ds: h5py.Dataset, k0: int, k1: int, data: np.ndarray) -> None:
@@ -679,12 +747,19 @@ class TrajectoryWriter(GroupWriter):
 
     @classmethod
     def reopen(
-        cls, path: str | Path, *, flush_interval: float = FLUSH_INTERVAL
+        cls,
+        path: str | Path,
+        *,
+        flush_interval: float = FLUSH_INTERVAL,
+        config: SimulationConfig | None = None,
     ) -> TrajectoryWriter:
         """Open an existing trajectory to append frames to it.
 
         Datasets longer than the shortest one (a kill in the middle of a
         write) are cut back first, and the file is marked incomplete.
+        ``config``, when given, replaces the stored configuration (a run
+        extended to a longer ``T``; the caller checks that its frames extend
+        the stored ones).
 
         Raises
         ------
@@ -703,15 +778,18 @@ class TrajectoryWriter(GroupWriter):
             raise file_error(path, f"cannot be opened for writing ({exc})") from None
         try:
             header = _inspect(f, path)
-            for ds in _frame_datasets(f, header.observables):
+            for ds in _frame_datasets(f, header.observables, header.config.positions):
                 if ds.shape[0] != header.frames:
                     ds.resize(header.frames, axis=0)
             f["parameters"].attrs["complete"] = np.int8(0)
+            if config is not None:
+                f["parameters"].attrs["config"] = config.to_json()
             f.flush()
         except BaseException:
             f.close()
             raise
-        return cls(f, header.config, frames=header.frames, flush_interval=flush_interval)
+        return cls(f, config or header.config, frames=header.frames,
+                   flush_interval=flush_interval)
 
     def close(self, *, complete: bool) -> None:
         """Write what is buffered, record whether the run completed, close the file."""
@@ -935,8 +1013,12 @@ def load_comparison(path: str | Path) -> dict[str, Trajectory]:
     return trajectories
 
 
-def _frame_datasets(f: h5py.File, observables) -> list[h5py.Dataset]:
+def _frame_datasets(f: h5py.File, observables, positions: str = "all") -> list[h5py.Dataset]:
     pos = f[_POSITION]
+    if positions != "all":  # the one-frame resume point is not a frame dataset
+        clock = _clock(f["observables"], observables)
+        return [*(f["observables"][n]["value"] for n in observables),
+                clock["time"], clock["step"]]
     return [
         pos["value"],
         *(f["observables"][n]["value"] for n in observables),

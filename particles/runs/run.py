@@ -20,6 +20,13 @@ into an H5MD file (:mod:`particles.io.h5md`) with these guarantees:
   :class:`RunInterrupted`, which carries the summary of what was kept).
 * ``resume=True`` continues an incomplete file in place from its last frame;
   the result is bit-identical to an uninterrupted run.
+* ``resume=True`` with a configuration that differs from the stored one in
+  ``T`` only extends the run (complete or not) to the new ``T``: the stored
+  configuration is updated, the file is marked incomplete while the run
+  goes on and complete at its end, and the result is bit-identical to a run
+  asked for the new ``T`` from the start.  The stored save times must be the
+  first save times of the new run (a ``save_every`` grid on which the old
+  ``T`` lies; explicit ``save_times`` fix the frames and cannot be extended).
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from particles.runs.session import OutputFile, check_output_path, guard
 
 __all__ = [
     "RunResult",
+    "check_extension",
     "check_output_path",
     "check_resume_config",
     "run_to_file",
@@ -87,12 +95,58 @@ def check_resume_config(given: SimulationConfig, stored: SimulationConfig) -> No
     if given.seed is None:
         given = given.replace(seed=stored.seed)
     if given != stored:
-        a, b = given.to_dict(), stored.to_dict()
-        differences = {k: (a[k], b[k]) for k in a if a[k] != b[k]}
+        differences = config_differences(given, stored)
         diff = ", ".join(f"{k}={g!r} (file: {s!r})" for k, (g, s) in differences.items())
         raise ResumeMismatch(
             f"resume continues the stored configuration; given {diff}", differences
         )
+
+
+def config_differences(given: SimulationConfig, stored: SimulationConfig
+                       ) -> dict[str, tuple]:
+    """Field name -> (given, stored) JSON values, for each field that differs."""
+    a, b = given.to_dict(), stored.to_dict()
+    a.setdefault("positions", "all")  # not written when it is the default
+    b.setdefault("positions", "all")
+    return {k: (a[k], b[k]) for k in a if a[k] != b[k]}
+
+
+def check_extension(given: SimulationConfig, stored: SimulationConfig) -> SimulationConfig:
+    """The stored configuration extended to ``given.T``, or ValueError saying why not.
+
+    Parameters
+    ----------
+    given : SimulationConfig
+        Equal to ``stored`` except for a larger ``T``.
+    stored : SimulationConfig
+        The configuration in the file.
+
+    Returns
+    -------
+    SimulationConfig
+        ``stored`` with ``T = given.T``.
+
+    Raises
+    ------
+    ValueError
+        A shorter ``T``, or stored save times that are not the first save
+        times of the extended run (explicit ``save_times``, or an old ``T``
+        off the ``save_every`` grid).
+    """
+    if given.T < stored.T:
+        raise ValueError(f"resume can extend a run, not shorten it: T={given.T:g} is below "
+                         f"the stored T={stored.T:g}")
+    extended = stored.replace(T=given.T)
+    old, new = stored.output_times(), extended.output_times()
+    if stored.save_times is not None:
+        raise ValueError(f"cannot extend to T={given.T:g}: the run has explicit save_times "
+                         f"(ending at t={old[-1]:g}), which fix its frames; only T may differ")
+    if len(new) <= len(old) or not np.array_equal(new[: len(old)], old):
+        raise ValueError(
+            f"cannot extend to T={given.T:g}: the stored save times (to t={old[-1]:g}) are "
+            f"not the first save times of the longer run (the stored T={stored.T:g} is not "
+            f"a multiple of save_every * dt = {stored.save_every * stored.dt:g})")
+    return extended
 
 
 def run_to_file(
@@ -121,7 +175,9 @@ def run_to_file(
         Replace an existing file, once the new run has produced frames.
     resume : bool
         Continue the incomplete file ``path`` from its last frame; a complete
-        file is left as it is.
+        file is left as it is, unless ``config`` differs from the stored one
+        in ``T`` only: then the run is extended to that ``T`` (see the module
+        docstring).
     progress : bool
         Progress bar on stderr for runs longer than a second.
     flush_interval : float
@@ -145,7 +201,9 @@ def run_to_file(
         Before any work: a bad target path, a bad ``x0``.
     ResumeMismatch
         (a ValueError) Before any work: a configuration that differs from
-        the one stored for ``resume``, naming each differing field.
+        the one stored for ``resume``, naming each differing field; a
+        ValueError when only ``T`` differs and the run cannot be extended
+        (:func:`check_extension`).
     TrajectoryFileError
         ``resume`` of a file that is not a readable trajectory.
     RunInterrupted
@@ -159,17 +217,22 @@ def run_to_file(
         if x0 is not None:
             raise ValueError("x0 cannot be given with resume (the file holds the positions)")
         state = summarize(path)
+        extended = None
         if config is not None:
-            check_resume_config(config, state.config)
-        if state.complete:
+            given = config if config.seed is not None else config.replace(seed=state.config.seed)
+            if set(config_differences(given, state.config)) == {"T"}:
+                extended = check_extension(given, state.config)
+            else:
+                check_resume_config(config, state.config)
+        if state.complete and extended is None:
             return state
-        config = state.config
+        config = state.config if extended is None else extended
         times = config.output_times()
         if state.frames > len(times) or state.time != times[state.frames - 1]:
             raise TrajectoryFileError(
                 f"{path}: stored frame times do not match the configuration; cannot resume"
             )
-        writer = TrajectoryWriter.reopen(path, flush_interval=flush_interval)
+        writer = TrajectoryWriter.reopen(path, flush_interval=flush_interval, config=extended)
         X = state.final.reshape(config.batch or 1, config.n, config.d)
         start, start_step, first = state.frames - 1, state.step, state.frames
         counts = None
