@@ -406,7 +406,9 @@ def given_values(options: dict[str, Any], config_file: Path | None) -> dict[str,
 
 
 def check_exclusive(values: dict[str, Any]) -> None:
-    """Refuse options that exclude each other (``--save-every`` with ``--save-times``).
+    """Refuse command-line options that exclude each other (``--save-every`` with
+    ``--save-times``).  A --config file may hold both keys (``save_times`` wins, as in
+    :class:`~particles.config.SimulationConfig`).
 
     Raises
     ------

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 import numpy as np
+from particles_cli import interrupts
 from particles_cli.options import (
     CONFIG_KEYS,
     build_config,
@@ -223,7 +224,6 @@ def simulate(
     prints the estimate only).
     """
     values = given_values(options, config_file)
-    check_exclusive(values)
     if not no_size_check:
         check_sizes(values)
     if resume:
@@ -236,10 +236,13 @@ def simulate(
         config = resume_config(out, options, config_file) if given else None
     else:
         config, x0 = build_config(options, config_file)
+    check_exclusive(options)
     if dry_run or not no_size_check:
         check_estimate(out, config, resume=resume, dry_run=dry_run, check=not no_size_check)
         if dry_run:
             return
+    # what the line says if the run has to be ended at once (particles_cli.interrupts)
+    interrupts.on_forced_stop(interrupts.describe_output(out))
     with one_line_warnings(), stop_on_signals() as requested:
         try:
             summary = run_to_file(
