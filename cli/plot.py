@@ -7,7 +7,9 @@ from pathlib import Path
 import click
 from particles_cli.analyze import parse_times
 
+from particles.errors import OutputPathError
 from particles.io import TrajectoryFileError, read_summary
+from particles.paths import check_output_path
 from particles.plotting import DEFAULT_KIND, KINDS, default_output, plot_file
 
 #: the largest --dpi: a figure of 10 x 6 inches is then 10000 x 6000 pixels.
@@ -51,14 +53,17 @@ def check_output_format(out: Path, formats: list[str], what: str, hint: str = "'
         )
 
 
-def check_plot_options(path: Path, kind: str, out: Path | None, system: int) -> None:
+def check_plot_options(
+    path: Path, kind: str, out: Path | None, system: int, overwrite: bool
+) -> None:
     """Everything ``plot`` can refuse from the file header alone, before loading frames.
 
     Raises
     ------
     click.BadParameter
-        Unsupported extension, ``--out`` equal to PATH, ``--system`` outside the file's
-        ensemble, PATH not a trajectory.
+        Unsupported extension, ``--out`` equal to PATH, existing (without
+        ``--overwrite``) or in a missing or read-only directory, ``--system``
+        outside the file's ensemble, PATH not a trajectory.
     """
     target = default_output(path, kind) if out is None else out
     if kind == "movie":
@@ -69,6 +74,12 @@ def check_plot_options(path: Path, kind: str, out: Path | None, system: int) -> 
         raise click.BadParameter(
             f"{out} is the input trajectory; the picture needs another name", param_hint="'--out'"
         )
+    try:
+        check_output_path(target, overwrite=overwrite, resumable=False)
+    except OutputPathError as exc:
+        raise click.BadParameter(
+            str(exc).replace(" (overwrite=True)", ""), param_hint="'--out'"
+        ) from None
     try:
         batch = read_summary(path).config.batch
     except TrajectoryFileError as exc:
@@ -130,7 +141,7 @@ def plot(
     Uses the file's /analysis group when `particles analyze` stored one for
     the current frames; otherwise analyses with the default settings.
     """
-    check_plot_options(path, kind, out, system)
+    check_plot_options(path, kind, out, system, overwrite)
     options = {"system": system}
     if kind != "movie":
         options.update(times=parse_times(times), dpi=dpi)

@@ -111,8 +111,10 @@ def check_estimate(
         try:
             check_output_path(out, resume=True)
             stored = read_summary(out).config
-        except (OutputPathError, TrajectoryFileError) as exc:
+        except OutputPathError as exc:
             raise click.BadParameter(str(exc), param_hint="'--out'") from None
+        except TrajectoryFileError as exc:  # as run_to_file would report it
+            raise click.UsageError(str(exc)) from None
         config = config or stored
         written = out.stat().st_size
     est = estimate(config)

@@ -203,3 +203,14 @@ def test_save_every_with_save_times(tmp_path):
     usage_error(invoke("kernels", *BASE, "--save-every", "2", "--save-times", "0.05,0.1",
                        "--out", tmp_path / "k.png"), "--save-every", "--save-times")
     assert not out.exists()
+
+
+def test_plot_read_only_directory(traj, tmp_path, no_load, monkeypatch):
+    import os
+
+    import particles.paths
+
+    real = os.access
+    monkeypatch.setattr(particles.paths.os, "access",
+                        lambda p, mode, **kw: False if mode & os.W_OK else real(p, mode, **kw))
+    usage_error(invoke("plot", traj, "--out", tmp_path / "x.png"), "'--out'")
