@@ -11,6 +11,34 @@ from particles.analysis import DEFAULT_EPS, METHODS, analyze_file
 from particles.analysis.histograms import DEFAULT_BINS
 from particles.analysis.merges import DEFAULT_MIN_DECADES
 from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL
+from particles.io import TrajectoryFileError, read_summary
+
+#: the most histogram bins on [-1, 1] (each frame stores a histogram).
+MAX_BINS = 100_000
+
+
+def check_bins(path: Path, bins: int) -> None:
+    """Refuse histograms that cannot fit in memory, from the file header alone.
+
+    Raises
+    ------
+    click.BadParameter
+        ``frames x systems x bins`` counts need more than the available memory.
+    """
+    from particles.runs.estimate import available_memory
+
+    try:
+        s = read_summary(path)
+    except TrajectoryFileError:
+        return  # analyze_file reports it in its own words
+    need = 8 * 4 * s.frames * (s.config.batch or 1) * bins
+    free = available_memory()
+    if need > free:
+        raise click.BadParameter(
+            f"{bins} bins for {s.frames} frames need about {need / 2**30:.3g} GiB of memory "
+            f"and {free / 2**30:.3g} GiB is available",
+            param_hint="'--bins'",
+        )
 
 
 def parse_times(value: str | None) -> np.ndarray | None:
@@ -69,7 +97,7 @@ def parse_times(value: str | None) -> np.ndarray | None:
 )
 @click.option(
     "--bins",
-    type=int,
+    type=click.IntRange(1, MAX_BINS),
     default=DEFAULT_BINS,
     show_default=True,
     help="Bins of the inner-product histograms on [-1, 1].",
@@ -113,6 +141,7 @@ def analyze(
     time, and each merge with its time and sizes.
     """
     table_times = parse_times(times)
+    check_bins(path, bins)
     try:
         result = analyze_file(
             path,

@@ -8,10 +8,13 @@ import click
 from particles_cli.options import (
     CONFIG_KEYS,
     NamesType,
+    check_exclusive,
+    check_sizes,
     cli_message,
     option_name,
     some_config_options,
 )
+from particles_cli.plot import check_output_format, image_formats
 from particles_cli.simulate import one_line_warnings
 
 from particles.analysis import DEFAULT_EPS
@@ -84,6 +87,9 @@ def kernels(
     missing = [option_name(k) for k in ("n", "d", "beta") if k not in given]
     if missing:
         raise click.UsageError(f"missing option(s) {', '.join(missing)}")
+    check_exclusive(given)
+    check_sizes({**given, "batch": len(kernels)})  # every kernel's run is kept in memory
+    check_output_format(out, image_formats(), "a picture")
     with one_line_warnings():
         try:
             result = compare_kernels(

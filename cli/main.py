@@ -13,6 +13,7 @@ from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 
 import click
+from particles_cli import interrupts
 
 
 @dataclass(frozen=True)
@@ -88,11 +89,30 @@ class LazyCommands(MutableMapping):
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported on first use."""
+    """A group whose commands are imported on first use.
+
+    A ``KeyboardInterrupt`` (Ctrl-C or SIGTERM, see
+    :mod:`particles_cli.interrupts`) that no command handled, e.g. one
+    raised while a command's modules are imported, ends the run with one
+    line and exit status 128 + signal (not click's "Aborted!", exit 1).
+    """
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.commands = LazyCommands(COMMANDS)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        found = super().resolve_command(ctx, args)  # imports the command's modules
+        ctx.meta["particles.command_loaded"] = True
+        return found
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            if ctx.meta.get("particles.command_loaded"):
+                interrupts.exit_now(f"Interrupted: {interrupts.description()}")
+            interrupts.exit_now("Interrupted: stopped before any work; nothing written")
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # the stored one-line help, so listing the commands imports none of them

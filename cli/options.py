@@ -94,9 +94,11 @@ def parse_init_value(value: str, base: Path | None = None) -> InitSpec:
     if _is_path(value):
         path = Path(value) if base is None else base / value
         x0 = load_npy(path, "initial positions")
-        if x0.ndim not in (2, 3) or not np.issubdtype(x0.dtype, np.number):
+        if x0.ndim not in (2, 3) or not np.issubdtype(x0.dtype, np.number) or (
+            np.iscomplexobj(x0)
+        ):
             raise ValueError(
-                f"initial positions in {value} must be a numeric array of shape "
+                f"initial positions in {value} must be a real numeric array of shape "
                 f"(n, d) or (batch, n, d), got {x0.dtype} {x0.shape}"
             )
         return InitSpec("array", x0)
@@ -436,6 +438,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise click.BadParameter(f"{path}: {exc}", param_hint=hint) from None
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(
+            f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})", param_hint=hint
+        ) from None
     unknown = sorted(set(data) - set(CONFIG_KEYS))
     if unknown:
         raise click.BadParameter(
@@ -452,6 +458,46 @@ def read_config_file(path: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise click.BadParameter(f"{path}: {exc}", param_hint=hint) from None
     return data
+
+
+def given_values(options: dict[str, Any], config_file: Path | None) -> dict[str, Any]:
+    """The configuration values given: command-line options over the --config file."""
+    from_file = read_config_file(config_file) if config_file else {}
+    return {**from_file, **{k: v for k, v in options.items() if v is not None}}
+
+
+def check_exclusive(values: dict[str, Any]) -> None:
+    """Refuse command-line options that exclude each other (``--save-every`` with
+    ``--save-times``).  A --config file may hold both keys (``save_times`` wins, as in
+    :class:`~particles.config.SimulationConfig`).
+
+    Raises
+    ------
+    click.UsageError
+    """
+    if values.get("save_every") is not None and values.get("save_times") is not None:
+        raise click.UsageError(
+            "--save-every and --save-times exclude each other (--save-times gives "
+            "the output times)"
+        )
+
+
+def check_sizes(values: dict[str, Any]) -> None:
+    """Refuse, before a configuration is built, sizes that cannot fit in memory.
+
+    ``--n 1e12``, ``--d 1e6``, ``--heads 1e12`` or ``--save-times lin:0:1:1e12``
+    would otherwise fail with a MemoryError while building or running it.
+
+    Raises
+    ------
+    click.UsageError
+    """
+    from particles.runs.estimate import check_fits, estimate_values
+
+    try:
+        check_fits(estimate_values(values))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def build_config(

@@ -7,7 +7,89 @@ from pathlib import Path
 import click
 from particles_cli.analyze import parse_times
 
-from particles.plotting import DEFAULT_KIND, KINDS, plot_file
+from particles.errors import OutputPathError
+from particles.io import TrajectoryFileError, read_summary
+from particles.paths import check_output_path
+from particles.plotting import DEFAULT_KIND, KINDS, default_output, plot_file
+
+#: the largest --dpi: a figure of 10 x 6 inches is then 10000 x 6000 pixels.
+MAX_DPI = 1000
+
+
+def image_formats() -> list[str]:
+    """Extensions (no dot) matplotlib can write a figure to."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return sorted(FigureCanvasBase.get_supported_filetypes())
+
+
+#: animated formats a movie may be written to (where Pillow can write them).
+MOVIE_FORMATS = ("gif", "png", "apng", "webp")
+
+
+def movie_formats() -> list[str]:
+    """Extensions (no dot) of :data:`MOVIE_FORMATS` Pillow can write an animation to."""
+    from PIL import Image
+
+    Image.init()
+    known = Image.registered_extensions()
+    return [f for f in MOVIE_FORMATS if known.get(f".{f}") in Image.SAVE_ALL]
+
+
+def check_output_format(out: Path, formats: list[str], what: str, hint: str = "'--out'") -> None:
+    """Refuse an output name whose extension ``formats`` lacks, before any work.
+
+    Raises
+    ------
+    click.BadParameter
+    """
+    ext = out.suffix.lower().lstrip(".")
+    if ext not in formats:
+        got = f"'.{ext}'" if ext else "no extension"
+        raise click.BadParameter(
+            f"{out}: {got} is not a format {what} can be written to; use one of "
+            + ", ".join(f".{f}" for f in formats),
+            param_hint=hint,
+        )
+
+
+def check_plot_options(
+    path: Path, kind: str, out: Path | None, system: int, overwrite: bool
+) -> None:
+    """Everything ``plot`` can refuse from the file header alone, before loading frames.
+
+    Raises
+    ------
+    click.BadParameter
+        Unsupported extension, ``--out`` equal to PATH, existing (without
+        ``--overwrite``) or in a missing or read-only directory, ``--system``
+        outside the file's ensemble, PATH not a trajectory.
+    """
+    target = default_output(path, kind) if out is None else out
+    if kind == "movie":
+        check_output_format(target, movie_formats(), "a movie")
+    else:
+        check_output_format(target, image_formats(), "a picture")
+    if target.resolve() == path.resolve():
+        raise click.BadParameter(
+            f"{out} is the input trajectory; the picture needs another name", param_hint="'--out'"
+        )
+    try:
+        check_output_path(target, overwrite=overwrite, resumable=False)
+    except OutputPathError as exc:
+        raise click.BadParameter(
+            str(exc).replace(" (overwrite=True)", ""), param_hint="'--out'"
+        ) from None
+    try:
+        batch = read_summary(path).config.batch
+    except TrajectoryFileError as exc:
+        raise click.BadParameter(str(exc), param_hint="'PATH'") from None
+    count = batch or 1
+    if not 0 <= system < count:
+        what = "a single system" if batch is None else f"an ensemble of {batch}"
+        raise click.BadParameter(
+            f"must be in [0, {count}) for {what} ({path}), got {system}", param_hint="'--system'"
+        )
 
 
 @click.command("plot")
@@ -38,7 +120,13 @@ from particles.plotting import DEFAULT_KIND, KINDS, plot_file
     show_default=True,
     help="Ensemble member drawn by sphere and movie.",
 )
-@click.option("--dpi", type=int, default=120, show_default=True, help="Resolution of PNGs.")
+@click.option(
+    "--dpi",
+    type=click.IntRange(1, MAX_DPI),
+    default=120,
+    show_default=True,
+    help=f"Resolution of pictures, dots per inch (at most {MAX_DPI}).",
+)
 def plot(
     path: Path,
     kind: str,
@@ -53,6 +141,7 @@ def plot(
     Uses the file's /analysis group when `particles analyze` stored one for
     the current frames; otherwise analyses with the default settings.
     """
+    check_plot_options(path, kind, out, system, overwrite)
     options = {"system": system}
     if kind != "movie":
         options.update(times=parse_times(times), dpi=dpi)

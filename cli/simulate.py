@@ -10,11 +10,15 @@ from pathlib import Path
 
 import click
 import numpy as np
+from particles_cli import interrupts
 from particles_cli.options import (
     CONFIG_KEYS,
     build_config,
+    check_exclusive,
+    check_sizes,
     cli_message,
     config_options,
+    given_values,
     option_name,
     read_config_file,
 )
@@ -23,6 +27,7 @@ from particles.config import SimulationConfig
 from particles.errors import ResumeMismatch
 from particles.io import OutputPathError, RunFailed, RunSummary, TrajectoryFileError, read_summary
 from particles.runs import check_output_path, run_to_file
+from particles.runs.estimate import check_fits, estimate
 
 
 def summary_line(s: RunSummary) -> str:
@@ -96,6 +101,35 @@ def mismatch_line(out: Path, exc: ResumeMismatch) -> str:
     )
 
 
+def check_estimate(
+    out: Path, config: SimulationConfig | None, *, resume: bool, dry_run: bool, check: bool
+) -> None:
+    """Estimate the run before any work: print it (``dry_run``) and refuse what cannot fit.
+
+    ``config`` None with ``resume`` means the configuration stored in ``out``.
+    """
+    written = 0
+    if resume:
+        try:
+            check_output_path(out, resume=True)
+            stored = read_summary(out).config
+        except OutputPathError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--out'") from None
+        except TrajectoryFileError as exc:  # as run_to_file would report it
+            raise click.UsageError(str(exc)) from None
+        config = config or stored
+        written = out.stat().st_size
+    est = estimate(config)
+    if dry_run:
+        click.echo(f"{out} (dry run: nothing written)")
+        click.echo("\n".join(est.lines()))
+    if check:
+        try:
+            check_fits(est, out, written=written)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+
+
 @contextmanager
 def one_line_warnings():
     """Show warnings (e.g. StepSizeWarning) as one ``Warning: ...`` line on stderr."""
@@ -167,13 +201,37 @@ def stop_on_signals():
     help="TOML file of configuration keys (SimulationConfig field names); options "
     "given on the command line override it.",
 )
-def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None, **options) -> None:
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the estimated memory, output size and time of the run, and write nothing.",
+)
+@click.option(
+    "--no-size-check",
+    is_flag=True,
+    help="Start even when the estimated memory or output size exceeds what is available.",
+)
+def simulate(
+    out: Path,
+    overwrite: bool,
+    resume: bool,
+    config_file: Path | None,
+    dry_run: bool,
+    no_size_check: bool,
+    **options,
+) -> None:
     """Simulate tokens on the sphere and stream the frames to an H5MD file.
 
     Prints the output path and a one-line summary on stdout; a progress bar
     appears on stderr for runs longer than a second.  Ctrl-C stops cleanly
     (file kept, marked incomplete, exit status 130); --resume continues it.
+    Before any work the memory, output size and time are estimated; a run
+    that cannot fit is refused (--no-size-check starts it anyway, --dry-run
+    prints the estimate only).
     """
+    values = given_values(options, config_file)
+    if not no_size_check:
+        check_sizes(values)
     if resume:
         if overwrite:
             raise click.UsageError(
@@ -184,6 +242,13 @@ def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None,
         config = resume_config(out, options, config_file) if given else None
     else:
         config, x0 = build_config(options, config_file)
+    check_exclusive(options)
+    if dry_run or not no_size_check:
+        check_estimate(out, config, resume=resume, dry_run=dry_run, check=not no_size_check)
+        if dry_run:
+            return
+    # what the line says if the run has to be ended at once (particles_cli.interrupts)
+    interrupts.on_forced_stop(interrupts.describe_output(out))
     with one_line_warnings(), stop_on_signals() as requested:
         try:
             summary = run_to_file(

@@ -44,6 +44,7 @@ from particles.integrators.noise import no_keys
 from particles.observables import energy_definition, observe
 from particles.progress import Progress
 from particles.seeds import init_rng, noise_keys, seed_sequences  # noqa: F401 (re-export)
+from particles.sphere.checks import unit_rows
 from particles.trajectory import Frame, Trajectory
 
 #: one system with at least this many tokens is parallelised over rows.
@@ -94,21 +95,15 @@ def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) ->
     B = config.batch or 1
     n, d = config.n, config.d
     if x0 is not None:
-        x = np.asarray(x0, dtype=np.float64)
+        x = np.asarray(x0)
         if x.shape == (n, d):
             x = np.broadcast_to(x, (B, n, d))
         elif x.shape != (B, n, d):
             allowed = f"({n}, {d})" + (f" or ({B}, {n}, {d})" if config.batch else "")
             raise ValueError(f"x0 must have shape {allowed}, got {x.shape}")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("x0 must be finite, got NaN or inf entries")
-        norms = np.linalg.norm(x, axis=-1, keepdims=True)
-        if np.any(norms == 0):
-            raise ValueError("x0 must have nonzero rows (tokens are normalised onto the sphere)")
-        # rows already on the sphere are kept bit for bit, so that a saved frame
-        # passed back as x0 continues exactly
-        off = np.abs(norms - 1.0) > 4 * np.finfo(np.float64).eps
-        return np.ascontiguousarray(np.where(off, x / norms, x))
+        # finite, real, nonzero rows, normalised with a scaled norm where the
+        # plain one under/overflows (ordinary rows bit for bit as before)
+        return unit_rows(x, "x0")
     if config.seed is None:
         raise ValueError("seed must be resolved before drawing positions (config.resolved())")
     name, param = parse_init(config.init)

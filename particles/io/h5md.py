@@ -160,6 +160,20 @@ class _Header:
     observables: tuple[str, ...]
 
 
+def expected_frames(config: SimulationConfig) -> int:
+    """``len(config.output_times())`` without building the array of times.
+
+    A file whose configuration claims 10^10 frames is described without
+    allocating them.
+    """
+    if config.save_times is not None:
+        return len(config.save_times) + (config.save_times[0] != 0.0)
+    interval = config.save_every * config.dt
+    k = math.floor(config.T / interval + 1e-9)
+    last = interval * float(k)  # the last of interval * arange(k + 1)
+    return k + 1 + (config.T - last > 1e-9 * max(1.0, config.T))
+
+
 def file_error(path: Path, reason: str) -> TrajectoryFileError:
     """A :class:`TrajectoryFileError` of one line: ``PATH: reason``."""
     return TrajectoryFileError(f"{path}: {' '.join(str(reason).split())}")
@@ -237,6 +251,8 @@ def inspect_group(
             f"positions {of}of shape {value.shape} do not match "
             f"{'its' if label else 'the'} configuration (frames, {', '.join(map(str, shape))})",
         )
+    if value.dtype.kind != "f":
+        raise file_error(path, f"positions {of}are {value.dtype}, not real floating-point numbers")
     keep_all = config.positions == "all"
     lengths = [value.shape[0], pos["step"].shape[0], pos["time"].shape[0]] if keep_all else []
     names = []
@@ -303,7 +319,7 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
     frames, names = inspect_group(f, path, config, GROUP, "observables")
     if frames == 0:
         raise file_error(path, "holds no frames")
-    expected = len(config.output_times())
+    expected = expected_frames(config)
     complete = bool(params.attrs.get("complete", 0)) and frames == expected
     return _Header(config, frames, complete, names)
 
@@ -432,7 +448,7 @@ def read_summary(path: str | Path) -> RunSummary:
             path=Path(path),
             config=h.config,
             frames=h.frames,
-            frames_expected=len(h.config.output_times()),
+            frames_expected=expected_frames(h.config),
             time=float(pos["time"][at]),
             step=int(pos["step"][at]),
             complete=h.complete,

@@ -72,3 +72,62 @@ def _leading_shape(n: int, batch: int | None) -> tuple[int, ...]:
 
 def _finish(x: FloatArray) -> FloatArray:
     return np.ascontiguousarray(x, dtype=np.float64)
+
+
+#: rows whose plain norm lies outside this range are normalised with a scaled
+#: norm (their squares under- or overflow); every other row takes the plain
+#: ``x / ||x||`` path, so ordinary inputs are normalised bit for bit as before.
+_PLAIN_NORM_RANGE = (1e-150, 1e150)
+
+
+def unit_rows(x: ArrayLike, name: str = "x0") -> FloatArray:
+    """Rows of ``x`` normalised onto the unit sphere, refusing what has no direction.
+
+    Rows whose Euclidean norm squares neither under- nor overflow are divided
+    by ``np.linalg.norm`` (bit for bit the plain formula), and rows already on
+    the sphere (within 4 ulp) are kept unchanged, so that a saved frame passed
+    back continues exactly.  Rows of huge (``1e200``) or tiny (``1e-170``)
+    entries are first divided by their largest absolute entry.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., d)
+        Real positions.
+    name : str
+        How messages name the array.
+
+    Returns
+    -------
+    ndarray, shape (..., d)
+        C-contiguous float64 unit rows.
+
+    Raises
+    ------
+    ValueError
+        Complex or non-numeric entries, NaN or infinite entries, a row of zeros.
+    """
+    raw = np.asarray(x)
+    if np.iscomplexobj(raw):
+        raise ValueError(f"{name} must be real, got complex entries ({raw.dtype})")
+    if not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
+        raise ValueError(f"{name} must be a real numeric array, got {raw.dtype}")
+    x = np.asarray(raw, dtype=np.float64)
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} must be finite, got NaN or inf entries")
+    with np.errstate(over="ignore", under="ignore"):  # such rows take the scaled path
+        norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    low, high = _PLAIN_NORM_RANGE
+    scaled = ~((norms >= low) & (norms <= high))
+    if np.any(scaled):
+        peak = np.max(np.abs(x), axis=-1, keepdims=True)
+        if np.any(peak == 0):
+            raise ValueError(
+                f"{name} must have nonzero rows (tokens are normalised onto the sphere)"
+            )
+        safe = np.where(scaled, peak, 1.0)
+        y = np.where(scaled, x / safe, x)
+        norms = np.where(scaled, np.linalg.norm(y, axis=-1, keepdims=True), norms)
+        x = y
+    # rows already on the sphere are kept bit for bit
+    off = np.abs(norms - 1.0) > 4 * np.finfo(np.float64).eps
+    return np.ascontiguousarray(np.where(off, x / norms, x))

@@ -1,0 +1,192 @@
+"""Ctrl-C (SIGINT) and SIGTERM honoured within a second at any moment.
+
+:func:`install` runs first thing in the ``particles`` entry point, before
+click, NumPy, Numba or h5py are imported (this module imports only the
+standard library):
+
+* SIGINT and SIGTERM raise ``KeyboardInterrupt`` (SIGTERM too, so both stop
+  the same clean way); the signal is recorded (:func:`received`).
+* A ``KeyboardInterrupt`` that escapes a command (e.g. one raised while the
+  library is being imported) is reported by :class:`particles_cli.main.LazyGroup`
+  in one line, exit status 128 + signal.
+* While Numba compiles, the ``KeyboardInterrupt`` can be raised inside a
+  ctypes callback of llvmlite, which swallows it (printing an "Exception
+  ignored" traceback) and the compile goes on for tens of seconds.  Those
+  tracebacks are silenced (:func:`quiet_unraisable`), and a watchdog thread,
+  woken by every signal through :func:`signal.set_wakeup_fd` (whatever
+  Python handler is installed at the time), ends the process with
+  ``os._exit(128 + signal)`` after one line when the interrupt was lost
+  (:data:`GRACE` seconds), or when the clean stop has not ended the process
+  within :data:`CLEAN_STOP` seconds.
+
+Ending the process that way is as safe as a SIGKILL, which the writers are
+built for: a trajectory file on disk always holds complete, flushed frames
+(marked incomplete until the run ends), and a new run's file takes the
+target's name only once its first integrated frame is on disk.  The line
+says what the output holds (:func:`describe_output`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+#: seconds after a signal whose ``KeyboardInterrupt`` was swallowed before the process ends.
+GRACE = 0.5
+#: seconds a clean stop (interrupt delivered) may take before the process is ended anyway.
+CLEAN_STOP = 5.0
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_received: list[int] = []
+_swallowed: list[bool] = []
+_installed: list[bool] = []
+
+
+def _default_description() -> str:
+    return "stopped at once; any output file holds only complete frames written before the stop"
+
+
+_describe: list[Callable[[], str]] = [_default_description]
+
+
+def received() -> int | None:
+    """The first SIGINT/SIGTERM received since :func:`install`, or None."""
+    return _received[0] if _received else None
+
+
+def exit_status() -> int:
+    """128 + the signal received (SIGINT when none was recorded)."""
+    return 128 + (received() or signal.SIGINT)
+
+
+def exit_now(line: str) -> None:
+    """Print ``line`` on stderr and end the process with :func:`exit_status`.
+
+    In the installed entry point the process ends with ``os._exit`` after
+    flushing stdout and stderr: an interrupt that passed through C code
+    running Python (``PyRun_*``, as some extension modules do while being
+    imported) makes the interpreter kill itself with SIGINT at exit, whatever
+    the exit status asked for.  Elsewhere (in-process tests) it raises
+    ``SystemExit``.
+    """
+    print(line, file=sys.stderr)
+    if not _installed:
+        raise SystemExit(exit_status())
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(exit_status())
+
+
+def on_forced_stop(describe: Callable[[], str]) -> None:
+    """Set what the watchdog's line says about the output (called at the stop)."""
+    _describe[0] = describe
+
+
+def describe_output(out: Path) -> Callable[[], str]:
+    """A description of ``out`` after a forced stop, from its state now and then.
+
+    Only ``os.stat`` is used (never HDF5, whose lock the stopped thread may
+    hold): a target unchanged since this call was not written by the run.
+    """
+    out = Path(out)
+
+    def identity() -> tuple[int, int, int] | None:
+        try:
+            st = out.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    before = identity()
+
+    def describe() -> str:
+        if identity() == before:
+            return f"no frame was saved; {out} not written (an existing file is unchanged)"
+        return (
+            f"{out} holds the frames flushed before the stop, marked incomplete; "
+            f"continue with: particles simulate --resume --out {out}"
+        )
+
+    return describe
+
+
+def _handler(signum: int, frame) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def quiet_unraisable(previous: Callable) -> Callable:
+    """An ``sys.unraisablehook`` that drops swallowed ``KeyboardInterrupt`` (noting it)."""
+
+    def hook(unraisable) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            _swallowed.append(True)
+            return
+        previous(unraisable)
+
+    return hook
+
+
+def description() -> str:
+    """What the output holds now, from the describer set by :func:`on_forced_stop`."""
+    try:
+        return _describe[0]()
+    except Exception:  # the line must come out whatever happened
+        return _default_description()
+
+
+def _end(signum: int) -> None:
+    line = f"Interrupted: {description()}\n"
+    try:
+        os.write(2, line.encode(errors="replace"))
+    finally:
+        os._exit(128 + signum)
+
+
+def _watch(fd: int) -> None:
+    while True:
+        try:
+            data = os.read(fd, 64)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        signums = [b for b in data if b in _SIGNALS]
+        if signums:
+            break
+    signum, start = signums[0], time.monotonic()
+    while True:
+        time.sleep(0.05)
+        elapsed = time.monotonic() - start
+        if (_swallowed and elapsed >= GRACE) or elapsed >= CLEAN_STOP:
+            _end(signum)
+
+
+def install() -> bool:
+    """Install the handlers, the quiet unraisable hook and the watchdog (main thread only).
+
+    Returns whether they were installed (False outside the main thread, or
+    when already installed).
+    """
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return False
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    try:
+        signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except ValueError:  # pragma: no cover - not the main thread
+        return False
+    for sig in _SIGNALS:
+        signal.signal(sig, _handler)
+    sys.unraisablehook = quiet_unraisable(sys.unraisablehook)
+    threading.Thread(target=_watch, args=(read,), daemon=True, name="interrupt-watchdog").start()
+    _installed.append(True)
+    return True

@@ -1,0 +1,111 @@
+"""Ctrl-C and SIGTERM at the edges (issue 15, item 6), with real processes and
+real signals: during the imports, during the Numba compile, and when the
+interrupt is swallowed inside a ctypes callback (as llvmlite does while
+compiling).  Each must end the process within about a second, with one line
+on stderr, exit status 128 + signal and no traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+ARGS = "--n 16 --d 3 --beta 1 --T 2 --dt 0.01 --seed 1 --integrator euler".split()
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def stop(proc: subprocess.Popen, sig: int) -> tuple[float, int, str]:
+    """Send ``sig``; return the seconds until the process ended, its status, its stderr
+    (its stdout is kept as ``proc.out``)."""
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    try:
+        proc.out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.out, err = proc.communicate()
+    return time.monotonic() - sent, proc.returncode, err
+
+
+def one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert lines[0].startswith("Interrupted: "), err
+    return lines[0]
+
+
+def simulate(out) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "particles_cli", "simulate", *ARGS, "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_during_imports(tmp_path, sig):
+    out = tmp_path / "o.h5"
+    proc = simulate(out)
+    time.sleep(0.5)  # the interpreter is up; NumPy, Numba, h5py are being imported
+    assert proc.poll() is None
+    elapsed, status, err = stop(proc, sig)
+    assert status == 128 + sig, err
+    assert "nothing written" in one_line(err)
+    assert elapsed < 2.0
+    assert not out.exists()
+
+
+def test_sigint_during_compile(tmp_path):
+    out = tmp_path / "o.h5"
+    proc = simulate(out)
+    deadline = time.monotonic() + 180
+    # the hidden temporary file appears just before the first kernels compile
+    while not any(p.name.endswith(".partial") for p in tmp_path.iterdir()):
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.3)
+    elapsed, status, err = stop(proc, signal.SIGINT)
+    assert status == 130, err
+    assert f"{out} not written" in one_line(err)
+    assert elapsed < 6.0  # CLEAN_STOP bounds it; a lost interrupt ends in GRACE
+
+
+SWALLOWING = textwrap.dedent("""
+    import ctypes, sys, time
+    from particles_cli import interrupts
+    interrupts.install()
+    libc = ctypes.CDLL(None)
+    CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+    def compare(a, b):  # the signal lands here, inside C: ctypes swallows the interrupt
+        time.sleep(0.001)
+        return 0
+
+    callback, items = CMP(compare), (ctypes.c_int * 200)()
+    print("ready", flush=True)
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        try:
+            libc.qsort(items, 200, ctypes.sizeof(ctypes.c_int), callback)
+        except KeyboardInterrupt:  # lost anyway: the work goes on
+            pass
+    print("finished", flush=True)
+""")
+
+
+def test_interrupt_swallowed_in_a_ctypes_callback():
+    proc = subprocess.Popen([sys.executable, "-c", SWALLOWING], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.2)
+    elapsed, status, err = stop(proc, signal.SIGINT)
+    assert status == 130, err
+    one_line(err)
+    assert elapsed < 2.0
+    assert "finished" not in proc.out

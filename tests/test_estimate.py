@@ -1,0 +1,86 @@
+"""The cost of a run before it starts (particles.runs.estimate), the lazy frame
+count of the reader, and the scaled normalisation of initial rows (issue 15,
+items 9 and 10)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from particles.config import SimulationConfig
+from particles.io.h5md import expected_frames
+from particles.runs import run_to_file
+from particles.runs.estimate import Estimate, check_fits, estimate, estimate_values
+from particles.sphere.checks import unit_rows
+
+
+@pytest.mark.parametrize("T,dt,save_every", list(itertools.product(
+    [0.0, 0.1, 1.0, 2.5, 7.77, 30.0], [0.01, 0.001, 0.3, 0.0123], [1, 3, 10])))
+def test_expected_frames_is_the_length_of_the_output_times(T, dt, save_every):
+    config = SimulationConfig(n=2, d=2, beta=1.0, T=T, dt=dt, save_every=save_every)
+    assert expected_frames(config) == len(config.output_times())
+
+
+@pytest.mark.parametrize("spec", ["lin:0:1:5", "log:0.01:1:7", "0.5,1", "0,0.25,1"])
+def test_expected_frames_of_save_times(spec):
+    config = SimulationConfig(n=2, d=2, beta=1.0, T=1.0, save_times=spec)
+    assert expected_frames(config) == len(config.output_times())
+
+
+def test_huge_configurations_are_estimated_without_allocating():
+    est = estimate(SimulationConfig(n=10**12, d=3, beta=1.0, T=1e12, dt=0.01, save_every=1))
+    assert est.frames == 10**14 + 1
+    assert est.memory_bytes > 10**15 and est.output_bytes > 10**18
+    with pytest.raises(ValueError, match="memory"):
+        check_fits(est)
+
+
+def test_estimate_values_before_a_config_exists():
+    est = estimate_values({"n": 10, "d": 10**6, "save_times": "lin:0:1:1000000000000"})
+    assert est.frames == 10**12
+    with pytest.raises(ValueError, match="memory"):
+        check_fits(est)
+    check_fits(estimate_values({"n": 10, "d": 3, "heads": "bad", "batch": None}))
+
+
+def test_estimate_of_a_small_run_matches_its_file(tmp_path):
+    config = SimulationConfig(n=64, d=3, beta=1.0, T=1.0, dt=0.01, save_every=1, seed=2,
+                              integrator="euler")
+    est = estimate(config)
+    check_fits(est, tmp_path / "run.h5")
+    assert isinstance(est, Estimate) and est.frames == 101 and est.steps == 100
+    size = run_to_file(config, tmp_path / "run.h5").path.stat().st_size
+    assert size / 3 < est.output_bytes < 3 * size
+    text = "\n".join(est.lines())
+    assert "memory" in text and "output" in text and "time" in text
+
+
+def test_ordinary_rows_normalised_bit_for_bit_as_before():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.standard_normal((500, 5)) * 10.0 ** rng.integers(-100, 100, (500, 1)),
+                        rng.standard_normal((50, 5)) / np.linalg.norm(
+                            rng.standard_normal((50, 5)), axis=-1, keepdims=True)])
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    before = np.where(np.abs(norms - 1.0) > 4 * np.finfo(np.float64).eps, x / norms, x)
+    assert unit_rows(x).tobytes() == before.tobytes()
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e300, 1e-170, 1e-300, 5e-324])
+def test_rows_of_any_scale_reach_the_sphere(scale):
+    x = np.array([[3.0, 4.0, 0.0], [1.0, 1.0, 1.0]]) * scale
+    y = unit_rows(x)
+    np.testing.assert_allclose(np.linalg.norm(y, axis=-1), 1.0, rtol=1e-15)
+    assert np.all(np.isfinite(y))
+
+
+@pytest.mark.parametrize("x,fragment", [
+    (np.zeros((2, 3)), "nonzero"),
+    (np.array([[1.0, np.nan, 0]]), "finite"),
+    (np.array([[1.0, 0, 0]], dtype=complex), "real"),
+    (np.array([["a", "b"]]), "numeric"),
+])
+def test_rows_refused(x, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        unit_rows(x)
