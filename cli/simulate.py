@@ -19,9 +19,9 @@ from particles_cli.options import (
 )
 
 from particles.config import SimulationConfig
-from particles.errors import ResumeMismatch
+from particles.errors import OutputWriteError, ResumeMismatch
 from particles.io import OutputPathError, RunFailed, RunSummary, TrajectoryFileError, read_summary
-from particles.runs import check_output_path, run_to_file
+from particles.runs import resume_path, run_to_file
 
 
 def summary_line(s: RunSummary) -> str:
@@ -47,6 +47,8 @@ def _kept(out: Path, summary: RunSummary | None) -> str:
     """What a stopped run left behind, in words."""
     if summary is None:
         return f"no frame was saved; {out} not written (an existing file is unchanged)"
+    if summary.complete:
+        return f"{out} is complete ({summary.frames} frames, t={summary.time:g})"
     return (
         f"{out} holds {summary.frames} of {summary.frames_expected} frames "
         f"(t={summary.time:g}), marked incomplete; continue with: "
@@ -62,7 +64,7 @@ def resume_config(out: Path, options: dict, config_file: Path | None) -> Simulat
     configuration back; :func:`particles.runs.run_to_file` refuses any other.
     """
     try:
-        check_output_path(out, resume=True)
+        out = resume_path(out)  # adopts the temporary file of a run killed early
     except OutputPathError as exc:
         raise click.BadParameter(str(exc), param_hint="'--out'") from None
     named = [option_name(k) for k, v in options.items() if v is not None]
@@ -109,18 +111,26 @@ def one_line_warnings():
 
 @contextmanager
 def stop_on_signals():
-    """SIGINT (Ctrl-C) and SIGTERM stop the run cleanly; yields ``requested()``.
+    """SIGINT (Ctrl-C) and SIGTERM stop the run cleanly; yields the signals received.
 
-    The handler raises ``KeyboardInterrupt`` and also records the signal,
-    which the run polls after every frame: an interrupt raised while Numba
-    compiles can be swallowed inside llvmlite, and the record still stops
-    the run at its next frame.
+    The handler raises ``KeyboardInterrupt`` for the first signal only and
+    records every signal, which the run polls after every frame: an
+    interrupt raised while Numba compiles can be swallowed inside llvmlite,
+    and the record still stops the run at its next frame.  A second signal
+    never interrupts the clean stop the first one started.  Clear
+    ``requested.running`` (the yielded list's attribute) once the run has
+    returned: later signals are then only recorded.
     """
-    requested: list[int] = []
+
+    class Requested(list):
+        running = True
+
+    requested = Requested()
 
     def handler(signum, frame):
         requested.append(signum)
-        raise KeyboardInterrupt
+        if len(requested) == 1 and requested.running:
+            raise KeyboardInterrupt
 
     previous = {}
     try:
@@ -168,7 +178,12 @@ def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None,
 
     Prints the output path and a one-line summary on stdout; a progress bar
     appears on stderr for runs longer than a second.  Ctrl-C stops cleanly
-    (file kept, marked incomplete, exit status 130); --resume continues it.
+    (file kept, marked incomplete, exit status 130; 143 for SIGTERM);
+    --resume continues it.  A signal always gives exit status 128 + its
+    number, and the message says what the file holds: one that lands after
+    the last frame says the file is complete.  A full disk stops the run at
+    once (exit status 1), naming the free space needed; --resume continues
+    it once there is room.
     """
     if resume:
         if overwrite:
@@ -182,20 +197,27 @@ def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None,
         config, x0 = build_config(options, config_file)
     with one_line_warnings(), stop_on_signals() as requested:
         try:
-            summary = run_to_file(
-                config,
-                out,
-                x0=x0,
-                overwrite=overwrite,
-                resume=resume,
-                progress=True,
-                should_stop=lambda: bool(requested),
-            )
+            try:
+                summary = run_to_file(
+                    config,
+                    out,
+                    x0=x0,
+                    overwrite=overwrite,
+                    resume=resume,
+                    progress=True,
+                    should_stop=lambda: bool(requested),
+                )
+            finally:
+                requested.running = False  # from here on signals are only recorded
             status = 0
         except KeyboardInterrupt as exc:  # RunInterrupted, or a signal before the run began
             summary = getattr(exc, "summary", None)
-            status = 128 + (requested[0] if requested else signal.SIGINT)
+            signum = getattr(exc, "signum", None) or (requested[0] if requested else None)
+            status = 128 + (signum or signal.SIGINT)
             click.echo("Interrupted: " + _kept(out, summary), err=True)
+        except OutputWriteError as exc:
+            summary, status = exc.summary, 1
+            click.echo(f"Error: {exc}", err=True)
         except RunFailed as exc:
             summary, status = exc.summary, 1
             click.echo(f"Error: {exc}; " + _kept(out, summary), err=True)
@@ -205,8 +227,11 @@ def simulate(out: Path, overwrite: bool, resume: bool, config_file: Path | None,
             raise click.UsageError(mismatch_line(out, exc)) from None
         except ValueError as exc:  # checked before any work: x0, the file to resume
             raise click.UsageError(str(exc)) from None
-    if summary is not None:
-        click.echo(str(out))
-        click.echo(summary_line(summary))
+        if summary is not None:
+            click.echo(str(out))
+            click.echo(summary_line(summary))
+        if requested and not status:  # a signal after the run returned
+            status = 128 + requested[0]
+            click.echo("Interrupted: " + _kept(out, summary), err=True)
     if status:
         sys.exit(status)
