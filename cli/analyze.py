@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 
@@ -133,7 +132,6 @@ def analyze(
             span_tol=span_tol,
         )
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C changes nothing
         click.echo(f"Interrupted: {path} is unchanged; no results written "
                    f"(earlier results in {analysis_path(path)} are kept)", err=True)
         sys.exit(130)
