@@ -95,15 +95,13 @@ def test_a_new_run_removes_stale_partials_and_says_so(tmp_path):
 
 def test_partials_of_live_runs_are_not_stale(tmp_path):
     target = tmp_path / "x.h5"
-    live = tmp_path / ".x.h5.0000live.partial"
-    dead = tmp_path / ".x.h5.0000dead.partial"
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    for path, pid in ((live, os.getpid()), (dead, gone.pid)):
-        with h5py.File(path, "w") as f:
-            g = f.create_group("parameters")
-            g.attrs["writer_pid"] = pid
-            g.attrs["writer_host"] = os.uname().nodename
+    live = tmp_path / f".x.h5.{os.getpid()}.0000aaaa.partial"
+    dead = tmp_path / f".x.h5.{gone.pid}.0000bbbb.partial"
+    for path in (live, dead):
+        with h5py.File(path, "w"):
+            pass
     assert [p for p, _ in stale_partials(target)] == [dead]
     with pytest.warns(StalePartialWarning, match="did not finish"):
         assert remove_stale_partials(target) == [dead]
@@ -205,6 +203,7 @@ def test_the_overwrite_run_whose_file_was_replaced_knows_it_lost(tmp_path):
         return False
 
     with pytest.raises(OutputReplacedError, match="replaced by another run"):
-        run_to_file(CONFIG, out, overwrite=True, should_stop=b_promotes_now)
+        # flushed every frame: this run's file took the target's name at frame 1
+        run_to_file(CONFIG, out, overwrite=True, should_stop=b_promotes_now, flush_interval=0)
     assert hashlib.sha256(out.read_bytes()).hexdigest() == winner
     assert partials(tmp_path) == []

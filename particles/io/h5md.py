@@ -420,30 +420,20 @@ def read_summary(path: str | Path) -> RunSummary:
     return _read(path, reader)
 
 
-def partial_owner(path: str | Path) -> tuple[bool, int | None, str | None]:
-    """Who writes an HDF5 file: ``(locked, writer_pid, writer_host)``.
+def partial_owner(path: str | Path) -> bool:
+    """Whether a live process holds the HDF5 write lock of ``path``.
 
-    ``locked`` is True when a live process holds the file's HDF5 write lock
-    (or it cannot be read at all yet); ``writer_pid`` and ``writer_host`` are
-    the ``/parameters`` attributes a session records in its temporary file
-    (None when absent or unreadable).
+    False too for a file that cannot be read as HDF5 at all (killed while it
+    was created).
     """
     try:
         f = h5py.File(path, "r")
     except BlockingIOError:
-        return True, None, None
-    except OSError:  # not readable as HDF5 (killed while it was created)
-        return False, None, None
-    with f:
-        params = f.get("parameters")
-        attrs = params.attrs if isinstance(params, h5py.Group) else {}
-        pid = attrs.get("writer_pid")
-        host = attrs.get("writer_host")
-        return (
-            False,
-            int(pid) if pid is not None else None,
-            host.decode() if isinstance(host, bytes) else (str(host) if host is not None else None),
-        )
+        return True
+    except OSError:
+        return False
+    f.close()
+    return False
 
 
 # ---------------------------------------------------------------- writing
@@ -907,7 +897,6 @@ class TrajectoryWriter(GroupWriter):
         config: SimulationConfig,
         *,
         flush_interval: float = FLUSH_INTERVAL,
-        attrs: dict | None = None,
     ) -> TrajectoryWriter:
         """Create a new file (which must not exist) holding no frames yet.
 
@@ -919,8 +908,6 @@ class TrajectoryWriter(GroupWriter):
             Resolved configuration (concrete seed).
         flush_interval : float
             Seconds between writes to disk.
-        attrs : dict, optional
-            More ``/parameters`` attributes (a session's ``writer_pid``, ``writer_host``).
 
         Raises
         ------
@@ -931,7 +918,7 @@ class TrajectoryWriter(GroupWriter):
             raise ValueError("config must be resolved (concrete seed) before it is written")
         f, reserve = _create(path, lambda f: (
             add_particle_group(f, GROUP, config, "observables"),
-            write_config(write_header(f, **(attrs or {})), config),
+            write_config(write_header(f), config),
         ))
         return cls(f, config, flush_interval=flush_interval, reserve=reserve)
 

@@ -65,7 +65,6 @@ from particles.runs.session import (
     check_output_path,
     deferred_interrupts,
     guard,
-    owner_attrs,
     remove_stale_partials,
     resume_target,
 )
@@ -248,7 +247,7 @@ def run_to_file(
         output = OutputFile(path, overwrite=overwrite)
         try:
             writer = TrajectoryWriter.create(
-                output.writing, config, flush_interval=flush_interval, attrs=owner_attrs()
+                output.writing, config, flush_interval=flush_interval
             )
         except OutputWriteError as exc:  # the new file is removed again
             exc.path, exc.needed = path, _estimate(config, len(config.output_times()))

@@ -8,7 +8,7 @@ Every session that writes a file (:func:`particles.runs.run_to_file`,
   replaced without ``overwrite``, its directory must exist and be writable;
   ``resume`` needs the file.
 * A new file is written under a hidden temporary name next to the target
-  (``.NAME.XXXXXXXX.partial``, :class:`OutputFile`) and takes the target's
+  (``.NAME.PID.XXXXXXXX.partial``, :class:`OutputFile`) and takes the target's
   name when :meth:`OutputFile.promote` is called (a run: once its first
   integrated frame is on disk; a comparison: once every model ran).  Without
   ``overwrite`` the rename refuses to replace a file that appeared meanwhile.
@@ -31,9 +31,9 @@ Every session that writes a file (:func:`particles.runs.run_to_file`,
   (:meth:`OutputFile.check_owned`): a session whose file another one
   replaced (both with ``overwrite``) stops with
   :class:`~particles.errors.OutputReplacedError`.
-* Temporary files record the writer's process id and host (``/parameters``
-  attributes ``writer_pid``, ``writer_host``).  A temporary file that no
-  live process writes is stale (:func:`stale_partials`): ``resume`` of a
+* Temporary files carry the writer's process id in their name
+  (``.NAME.PID.XXXXXXXX.partial``).  A temporary file that no live process
+  writes is stale (:func:`stale_partials`): ``resume`` of a
   target that does not exist adopts the newest stale one holding frames
   (:func:`resume_target`), and a new run of the same target removes them,
   each with a :class:`~particles.errors.StalePartialWarning`.
@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import signal
-import socket
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -69,7 +69,6 @@ __all__ = [
     "check_output_path",
     "deferred_interrupts",
     "guard",
-    "owner_attrs",
     "promote",
     "remove_stale_partials",
     "resume_target",
@@ -104,11 +103,6 @@ def deferred_interrupts() -> Iterator[list[int]]:
             signal.signal(sig, old)
 
 
-def owner_attrs() -> dict[str, Any]:
-    """The attributes a temporary file records about its writer (process id, host)."""
-    return {"writer_pid": os.getpid(), "writer_host": socket.gethostname()}
-
-
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
@@ -123,6 +117,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
+#: the writer's process id in a temporary file's name.
+_PID = re.compile(r"\.(\d+)\.[0-9a-f]{8}\.[^.]+$")
+
+
 def _partials(path: Path) -> list[Path]:
     """The temporary files of sessions writing ``path`` (newest first)."""
     pattern = f".{glob.escape(path.name)}.*.partial"
@@ -134,9 +132,9 @@ def stale_partials(path: str | os.PathLike) -> list[tuple[Path, str]]:
     """Temporary files of ``path`` left by sessions that no longer run.
 
     A temporary file is stale when no process holds its HDF5 write lock and
-    the process it records (``writer_pid`` on this host) is gone; one that
-    records no writer counts as stale once unlocked.  Files written on
-    another host are never called stale.
+    the process named in it (``.NAME.PID.XXXXXXXX.partial``) is gone; one
+    that names no process (written by an older version) counts as stale
+    once unlocked.
 
     Returns
     -------
@@ -146,13 +144,13 @@ def stale_partials(path: str | os.PathLike) -> list[tuple[Path, str]]:
     path = Path(path)
     stale = []
     for p in _partials(path):
-        locked, pid, host = partial_owner(p)
-        if locked:
+        if partial_owner(p):
             continue
-        if pid is None:
+        m = _PID.search(p.name)
+        if m is None:
             stale.append((p, "written by an unknown process"))
-        elif host in (None, socket.gethostname()) and not _alive(pid):
-            stale.append((p, f"written by process {pid}, which has ended"))
+        elif not _alive(int(m.group(1))):
+            stale.append((p, f"written by process {m.group(1)}, which has ended"))
     return stale
 
 
@@ -263,7 +261,7 @@ class OutputFile:
         self.path = Path(path)
         self.overwrite = overwrite
         self.temp = None if in_place else self.path.with_name(
-            f".{self.path.name}.{uuid.uuid4().hex[:8]}{suffix}"
+            f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{suffix}"
         )
         self.promoted = in_place
         self._identity: tuple[int, int] | None = None
