@@ -203,6 +203,13 @@ def run_to_file(
     RunFailed
         The integration failed (an :class:`~particles.errors.IntegrationError`);
         the file is kept the same way.
+    OutputWriteError
+        Writing failed (disk full, file size limit): raised at once; ``kept``
+        holds every frame written before (marked incomplete; None when no
+        frame was kept), ``needed`` the free space needed to finish.
+    OutputReplacedError
+        (an OutputPathError) Another run replaced the target while this one
+        was writing it: this run lost.
     """
     if resume and not overwrite:
         path = resume_path(path)
