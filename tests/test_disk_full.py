@@ -17,7 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -155,18 +155,29 @@ def test_analyze_writes_a_sidecar_and_never_the_trajectory(tmp_path):
     np.testing.assert_array_equal(read_analysis(old).counts, read_analysis(path).counts)
 
 
-def test_ctrl_c_during_analyze_leaves_the_file_as_it_was(tmp_path):
-    """A real SIGINT to this process while ``analyze`` runs (in-process CLI)."""
-    config = CONFIG.replace(T=20.0, n=48)
+@pytest.mark.parametrize("where", ["compute", "rename"])
+def test_ctrl_c_during_analyze_leaves_the_file_as_it_was(tmp_path, where):
+    """A real SIGINT to this process (in-process CLI), sent when ``analyze``
+    starts computing, or when the results file is written and not yet renamed."""
+    import particles.analysis.report as report
+    import particles.io.analysis as io_analysis
+
     path = tmp_path / "run.h5"
-    run_to_file(config, path)
+    run_to_file(CONFIG, path)
     before = digest(path)
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    code = {"compute": report.analyze, "rename": io_analysis._read_group}[where].__code__
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            sys.setprofile(None)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the KeyboardInterrupt is raised here, in the call
+
+    sys.setprofile(hook)
     try:
         result = CliRunner().invoke(cli, ["analyze", str(path)])
     finally:
-        timer.cancel()
+        sys.setprofile(None)
     assert result.exit_code == 130, (result.output, result.stderr)
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
