@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -11,7 +12,9 @@ from particles.analysis import DEFAULT_EPS, METHODS, analyze_file
 from particles.analysis.histograms import DEFAULT_BINS
 from particles.analysis.merges import DEFAULT_MIN_DECADES
 from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL
+from particles.errors import OutputWriteError
 from particles.io import TrajectoryFileError, read_summary
+from particles.io.analysis import analysis_path
 
 #: the most histogram bins on [-1, 1] (each frame stores a histogram).
 MAX_BINS = 100_000
@@ -121,7 +124,7 @@ def parse_times(value: str | None) -> np.ndarray | None:
     help="Comma-separated times of the cluster-count table "
     "(default: 0, each power of ten, the end).",
 )
-@click.option("--no-write", is_flag=True, help="Print the summary only; leave the file as it is.")
+@click.option("--no-write", is_flag=True, help="Print the summary only; write no results file.")
 def analyze(
     path: Path,
     eps: float,
@@ -136,9 +139,12 @@ def analyze(
 ) -> None:
     """Find clusters, merges and the two time scales of a run; store them in PATH.
 
-    Results go to the file's /analysis group (replacing earlier ones) and a
+    Results go to the /analysis group of a file next to PATH (run.h5 ->
+    run.analysis.h5, replacing earlier ones; PATH itself is only read) and a
     summary table is printed: cluster count at chosen times, the formation
-    time, and each merge with its time and sizes.
+    time, and each merge with its time and sizes.  Ctrl-C stops with exit
+    status 130, PATH and earlier results unchanged; a full disk is one line
+    (exit status 1).
     """
     table_times = parse_times(times)
     check_bins(path, bins)
@@ -154,8 +160,15 @@ def analyze(
             delta=delta,
             span_tol=span_tol,
         )
+    except KeyboardInterrupt:
+        click.echo(f"Interrupted: {path} is unchanged; no results written "
+                   f"(earlier results in {analysis_path(path)} are kept)", err=True)
+        sys.exit(130)
+    except OutputWriteError as exc:
+        click.echo(f"Error: {exc}; {path} is unchanged", err=True)
+        sys.exit(1)
     except (ValueError, OSError) as exc:  # TrajectoryFileError is a ValueError
         raise click.UsageError(" ".join(str(exc).split())) from None
     click.echo(result.summary(table_times))
     if not no_write:
-        click.echo(f"\nresults stored in {path}:/analysis")
+        click.echo(f"\nresults stored in {analysis_path(path)}:/analysis")

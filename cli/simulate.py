@@ -24,9 +24,9 @@ from particles_cli.options import (
 )
 
 from particles.config import SimulationConfig
-from particles.errors import ResumeMismatch
+from particles.errors import OutputWriteError, ResumeMismatch
 from particles.io import OutputPathError, RunFailed, RunSummary, TrajectoryFileError, read_summary
-from particles.runs import check_output_path, run_to_file
+from particles.runs import check_output_path, resume_path, run_to_file
 from particles.runs.estimate import check_fits, estimate
 
 
@@ -54,6 +54,8 @@ def _kept(out: Path, summary: RunSummary | None, *, resumable: bool = True) -> s
     run; a failed integration would fail again on resuming, so no --resume)."""
     if summary is None:
         return f"no frame was saved; {out} not written (an existing file is unchanged)"
+    if summary.complete:
+        return f"{out} is complete ({summary.frames} frames, t={summary.time:g})"
     kept = (
         f"{out} holds {summary.frames} of {summary.frames_expected} frames "
         f"(t={summary.time:g}), marked incomplete"
@@ -69,7 +71,7 @@ def resume_config(out: Path, options: dict, config_file: Path | None) -> Simulat
     configuration back; :func:`particles.runs.run_to_file` refuses any other.
     """
     try:
-        check_output_path(out, resume=True)
+        out = resume_path(out)  # adopts the temporary file of a run killed early
     except OutputPathError as exc:
         raise click.BadParameter(str(exc), param_hint="'--out'") from None
     named = [option_name(k) for k, v in options.items() if v is not None]
@@ -145,18 +147,26 @@ def one_line_warnings():
 
 @contextmanager
 def stop_on_signals():
-    """SIGINT (Ctrl-C) and SIGTERM stop the run cleanly; yields ``requested()``.
+    """SIGINT (Ctrl-C) and SIGTERM stop the run cleanly; yields the signals received.
 
-    The handler raises ``KeyboardInterrupt`` and also records the signal,
-    which the run polls after every frame: an interrupt raised while Numba
-    compiles can be swallowed inside llvmlite, and the record still stops
-    the run at its next frame.
+    The handler raises ``KeyboardInterrupt`` for the first signal only and
+    records every signal, which the run polls after every frame: an
+    interrupt raised while Numba compiles can be swallowed inside llvmlite,
+    and the record still stops the run at its next frame.  A second signal
+    never interrupts the clean stop the first one started.  Clear
+    ``requested.running`` (the yielded list's attribute) once the run has
+    returned: later signals are then only recorded.
     """
-    requested: list[int] = []
+
+    class Requested(list):
+        running = True
+
+    requested = Requested()
 
     def handler(signum, frame):
         requested.append(signum)
-        raise KeyboardInterrupt
+        if len(requested) == 1 and requested.running:
+            raise KeyboardInterrupt
 
     previous = {}
     try:
@@ -224,10 +234,14 @@ def simulate(
 
     Prints the output path and a one-line summary on stdout; a progress bar
     appears on stderr for runs longer than a second.  Ctrl-C stops cleanly
-    (file kept, marked incomplete, exit status 130); --resume continues it.
-    Before any work the memory, output size and time are estimated; a run
-    that cannot fit is refused (--no-size-check starts it anyway, --dry-run
-    prints the estimate only).
+    (file kept, marked incomplete, exit status 130; 143 for SIGTERM);
+    --resume continues it.  A signal always gives exit status 128 + its
+    number, and the message says what the file holds: one that lands after
+    the last frame says the file is complete.  A full disk stops the run at
+    once (exit status 1), naming the free space needed; --resume continues
+    it once there is room.  Before any work the memory, output size and
+    time are estimated; a run that cannot fit is refused (--no-size-check
+    starts it anyway, --dry-run prints the estimate only).
     """
     values = given_values(options, config_file)
     if not no_size_check:
@@ -251,20 +265,27 @@ def simulate(
     interrupts.on_forced_stop(interrupts.describe_output(out))
     with one_line_warnings(), stop_on_signals() as requested:
         try:
-            summary = run_to_file(
-                config,
-                out,
-                x0=x0,
-                overwrite=overwrite,
-                resume=resume,
-                progress=True,
-                should_stop=lambda: bool(requested),
-            )
+            try:
+                summary = run_to_file(
+                    config,
+                    out,
+                    x0=x0,
+                    overwrite=overwrite,
+                    resume=resume,
+                    progress=True,
+                    should_stop=lambda: bool(requested),
+                )
+            finally:
+                requested.running = False  # from here on signals are only recorded
             status = 0
         except KeyboardInterrupt as exc:  # RunInterrupted, or a signal before the run began
             summary = getattr(exc, "summary", None)
-            status = 128 + (requested[0] if requested else signal.SIGINT)
+            signum = getattr(exc, "signum", None) or (requested[0] if requested else None)
+            status = 128 + (signum or signal.SIGINT)
             click.echo("Interrupted: " + _kept(out, summary), err=True)
+        except OutputWriteError as exc:
+            summary, status = exc.summary, 1
+            click.echo(f"Error: {exc}", err=True)
         except RunFailed as exc:
             summary, status = exc.summary, 1
             click.echo(f"Error: {exc}; " + _kept(out, summary, resumable=False), err=True)
@@ -274,8 +295,11 @@ def simulate(
             raise click.UsageError(mismatch_line(out, exc)) from None
         except ValueError as exc:  # checked before any work: x0, the file to resume
             raise click.UsageError(cli_message(str(exc))) from None
-    if summary is not None:
-        click.echo(str(out))
-        click.echo(summary_line(summary))
+        if summary is not None:
+            click.echo(str(out))
+            click.echo(summary_line(summary))
+        if requested and not status:  # a signal after the run returned
+            status = 128 + requested[0]
+            click.echo("Interrupted: " + _kept(out, summary), err=True)
     if status:
         sys.exit(status)

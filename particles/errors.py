@@ -21,9 +21,12 @@ __all__ = [
     "NotComputedError",
     "OutputExistsError",
     "OutputPathError",
+    "OutputReplacedError",
+    "OutputWriteError",
     "ResumeMismatch",
     "RunFailed",
     "RunInterrupted",
+    "StalePartialWarning",
     "StepSizeWarning",
     "TrajectoryFileError",
 ]
@@ -53,6 +56,86 @@ class OutputExistsError(OutputPathError, FileExistsError):
     """
 
 
+class OutputReplacedError(OutputPathError):
+    """Another session replaced the target (``overwrite``) while this one was writing it.
+
+    This session lost the race: its frames went with the replaced file.
+    """
+
+
+class StalePartialWarning(UserWarning):
+    """A hidden temporary file of a dead run of the same target was found (and removed)."""
+
+
+def _size(nbytes: float) -> str:
+    """``1536`` -> ``"1.5 KiB"``."""
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if nbytes < 1024 or unit == "TiB":
+            return f"{nbytes:.0f} {unit}" if unit == "bytes" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class OutputWriteError(OSError):
+    """Writing an output file failed (disk full, file size limit, I/O error).
+
+    Detected before the failing write reaches the file where possible (the
+    writer reserves the space of each batch first), so the file keeps every
+    frame written before and is never marked complete.
+
+    Attributes
+    ----------
+    path : Path
+        The file that could not be written (the target, also while it was
+        written under a temporary name).
+    reason : str
+        What the system said (``"No space left on device"``).
+    needed : int or None
+        Estimated bytes of free space needed to finish, when known.
+    frames : int or None
+        Frames on disk when the write failed (None: not a file of frames).
+    kept : Path or None
+        The file holding the frames written so far (marked incomplete), or None.
+    summary : RunSummary or None
+        What ``kept`` holds, for a single run.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        reason: str,
+        *,
+        errno: int | None = None,
+        needed: int | None = None,
+        frames: int | None = 0,
+        kept: Path | None = None,
+        summary: RunSummary | None = None,
+    ) -> None:
+        super().__init__(errno, reason)
+        self.frames = frames
+        self.path = Path(path)
+        self.reason = reason
+        self.needed = needed
+        self.kept = kept
+        self.summary = summary
+
+    def __str__(self) -> str:
+        line = f"cannot write {self.path} ({self.reason})"
+        s = self.summary
+        if s is not None:
+            line += (f"; it holds {s.frames} of {s.frames_expected} frames (t={s.time:g}), "
+                     "marked incomplete")
+        elif self.kept is not None:
+            line += "; it holds the frames written so far, marked incomplete"
+        elif self.frames is not None:
+            line += "; nothing was kept (an existing file is unchanged)"
+        if self.needed is not None:
+            line += f"; about {_size(self.needed)} more free space is needed to finish"
+        if self.kept is not None:
+            line += ", then continue with --resume"
+        return line
+
+
 class ResumeMismatch(ValueError):
     """The configuration given to resume a file differs from the one stored in it.
 
@@ -80,7 +163,10 @@ class RunInterrupted(KeyboardInterrupt):
         before a replacement was promoted, in which case an old file is
         unchanged).
     summary : RunSummary or None
-        What ``kept`` holds, for a single run (None otherwise).
+        What ``kept`` holds, for a single run (None otherwise); its
+        ``complete`` is True when the signal came after the last frame.
+    signum : int or None
+        The signal, when it was held while the file was finished.
     """
 
     def __init__(
@@ -90,7 +176,9 @@ class RunInterrupted(KeyboardInterrupt):
         *,
         kept: Path | None = None,
         message: str | None = None,
+        signum: int | None = None,
     ) -> None:
+        self.signum = signum
         if message is None:
             message = f"run interrupted; {path} " + (
                 f"holds {summary.frames} of {summary.frames_expected} frames"

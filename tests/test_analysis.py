@@ -357,8 +357,11 @@ def test_analyze_write_read_round_trip(tmp_path):
     path = tmp_path / "a.h5"
     h5py.File(path, "w").close()
     write_analysis(path, res)
-    write_analysis(path, res)  # a rerun replaces the group
-    with h5py.File(path, "r") as f:
+    write_analysis(path, res)  # a rerun replaces the results
+    with h5py.File(path, "r") as f:  # issue 15: the trajectory is never written
+        assert list(f) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.analysis.h5", "a.h5"]
+    with h5py.File(tmp_path / "a.analysis.h5", "r") as f:
         assert list(f) == ["analysis"]  # no temporary group left
         g = f["analysis"]
         assert g.attrs["method"] == "components" and g.attrs["batch"] == 0

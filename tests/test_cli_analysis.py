@@ -52,13 +52,16 @@ def test_analyze_stores_results_and_prints_the_summary(run_file):
     out = result.output
     assert "formation time 3 (3 clusters); first merge 300 (2.00 decades later)" in out
     assert "t=300" in out and "sizes 4 + 4 = 8  slow" in out
-    assert f"results stored in {run_file}:/analysis" in out
+    # results go to a sidecar file (issue 15): the trajectory is only read
+    sidecar = run_file.with_name("run.analysis.h5")
+    assert f"results stored in {sidecar}:/analysis" in out
     stored = read_analysis(run_file)
     np.testing.assert_array_equal(stored.counts[-3:], [3, 2, 2])
     # a rerun with other settings replaces the group
     ok(invoke("analyze", run_file, "--eps", "0.1", "--bins", "8", "--times", "0,100"))
     with h5py.File(run_file, "r") as f:
-        assert "_analysis_tmp" not in f
+        assert "analysis" not in f and "_analysis_tmp" not in f
+    with h5py.File(sidecar, "r") as f:
         assert f["analysis"].attrs["eps"] == 0.1
         assert f["analysis/histogram/counts"].shape == (TIMES.size, 8)
     # the trajectory itself is untouched and still loads

@@ -2,7 +2,8 @@
 
 :func:`analyze` runs the analysis objects over every saved frame of a
 :class:`~particles.Trajectory`; :func:`analyze_file` does it for a trajectory
-file and stores the results in the file's ``/analysis`` group.
+file and stores the results in the ``/analysis`` group of its sidecar file
+(``run.h5`` -> ``run.analysis.h5``; the trajectory is only read).
 
 File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
 ``batch`` axes are absent for a single system)::
@@ -45,10 +46,10 @@ single cluster spans more than 90 degrees (``cluster_count == 1`` and
 ``min_inner_product < 0``) is a *spread* population, not a cluster (an
 incoherent Kuramoto population): the summary says so and shows ``r``.
 
-The file I/O is :mod:`particles.io.analysis`.  The group is replaced
-atomically: it is built as ``/_analysis_tmp`` and only
-then moved over ``/analysis`` (an HDF5 link operation), so a failure while
-computing or writing leaves the previous results intact, and a rerun
+The file I/O is :mod:`particles.io.analysis`.  The sidecar is replaced
+atomically: it is written under a temporary name, read back and only then
+renamed over the previous one, so a failure while computing or writing
+leaves the previous results (and always the trajectory) intact, and a rerun
 replaces them.  ``particles plot`` ignores a stored analysis whose frame times
 no longer match the trajectory (a run resumed after ``analyze``).
 """

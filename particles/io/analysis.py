@@ -1,30 +1,65 @@
-"""The ``/analysis`` group of a trajectory file: written and read as plain arrays.
+"""The ``/analysis`` group of a trajectory's results: written and read as plain arrays.
 
 The layout (its datasets and attributes) is documented in
 :mod:`particles.analysis.report`, which turns an analysis result into the
 attributes and arrays stored here and back; this module only knows HDF5.
 
-The group is replaced atomically: it is built as ``/_analysis_tmp`` and only
-then moved over ``/analysis`` (an HDF5 link operation), so a failure while
-writing leaves the previous results intact.
+Where.  The results of ``run.h5`` live in a sidecar file next to it,
+``run.analysis.h5`` (:func:`analysis_path`), holding one ``/analysis``
+group: the trajectory itself is only ever opened read-only, so analysing
+it can never damage its frames (a full disk while writing results into the
+trajectory used to make it unreadable).  The sidecar is written under a
+hidden temporary name (``.run.analysis.h5.XXXXXXXX.partial``), its disk
+space reserved first, read back, and only then renamed over the previous
+one, so a failure or Ctrl-C while writing leaves the previous results
+intact and no temporary file.  Files written before the sidecar existed
+keep ``/analysis`` inside the trajectory; :func:`read_analysis_group` reads
+the sidecar when there is one and that group otherwise.
 """
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from particles.errors import OutputWriteError
+
 #: name of the group holding the results in a trajectory file.
 ANALYSIS_GROUP = "analysis"
 
-#: the name the group is built under before it replaces ``/analysis``.
+#: the name the group was built under inside trajectories (old files).
 TMP_GROUP = "_analysis_tmp"
 
-__all__ = ["ANALYSIS_GROUP", "AnalysisData", "read_analysis_group", "write_analysis_group"]
+#: ending of the sidecar file holding a trajectory's results.
+SIDECAR_SUFFIX = ".analysis.h5"
+
+__all__ = [
+    "ANALYSIS_GROUP",
+    "SIDECAR_SUFFIX",
+    "AnalysisData",
+    "analysis_path",
+    "read_analysis_group",
+    "write_analysis_group",
+]
+
+
+def analysis_path(path: str | os.PathLike) -> Path:
+    """The sidecar file of a trajectory's results: ``run.h5`` -> ``run.analysis.h5``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The trajectory (``.h5``/``.hdf5``/``.hdf`` lose their extension first).
+    """
+    path = Path(path)
+    stem = path.stem if path.suffix.lower() in (".h5", ".hdf5", ".hdf") else path.name
+    return path.with_name(stem + SIDECAR_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -57,12 +92,15 @@ def write_analysis_group(
     groups: Iterable[str] = (),
     compressed: Iterable[str] = (),
 ) -> None:
-    """Replace the ``/analysis`` group of an existing HDF5 file.
+    """Replace the results of the trajectory ``path`` (its sidecar file's ``/analysis``).
+
+    The trajectory is not opened at all; the sidecar (:func:`analysis_path`)
+    is written under a temporary name and renamed over the previous one.
 
     Parameters
     ----------
     path : str or path-like
-        An existing HDF5 file, opened for appending.
+        The trajectory file the results belong to.
     attrs : mapping
         Attributes of the group.
     datasets : mapping of str to ndarray
@@ -74,23 +112,25 @@ def write_analysis_group(
 
     Raises
     ------
-    OSError
-        The file cannot be opened for writing (e.g. a run is still writing it).
+    OutputWriteError
+        The sidecar could not be written (disk full, read-only directory);
+        the previous results and the trajectory are unchanged, nothing is left.
     """
     import h5py
 
+    from particles.io.h5md import _close_quietly, _reason, _Reserve
+
     compressed = set(compressed)
+    target = analysis_path(path)
+    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
+    need = 2**16 + sum(np.asarray(v).nbytes + 4096 for v in datasets.values())
+    f = reserve = None
     try:
-        f = h5py.File(path, "a")
-    except OSError as exc:
-        raise OSError(
-            f"cannot open {os.fspath(path)} to store /{ANALYSIS_GROUP} (is a run "
-            f"still writing it?): {' '.join(str(exc).split())}"
-        ) from None
-    with f:
-        if TMP_GROUP in f:
-            del f[TMP_GROUP]
-        g = f.create_group(TMP_GROUP)
+        f = h5py.File(temp, "x")
+        reserve = _Reserve(f)
+        reserve.ensure(f, need)  # fails here, before HDF5 writes, on a full disk
+        g = f.create_group(ANALYSIS_GROUP)
+        g.attrs["trajectory"] = Path(path).name
         for key, value in attrs.items():
             g.attrs[key] = value
         for name in groups:
@@ -100,26 +140,49 @@ def write_analysis_group(
                 g.create_dataset(name, data=data, compression="gzip", shuffle=True)
             else:
                 g.create_dataset(name, data=data)
-        if ANALYSIS_GROUP in f:
-            del f[ANALYSIS_GROUP]
-        f.move(TMP_GROUP, ANALYSIS_GROUP)
+        f.flush()
+        _close_quietly(f, reserve)
+        f = None
+        _read_group(temp)  # read back: never rename a damaged file over good results
+        os.replace(temp, target)
+    except (OSError, RuntimeError, KeyError, ValueError) as exc:
+        if f is not None:
+            _close_quietly(f, reserve)
+        temp.unlink(missing_ok=True)
+        reason, code = _reason(exc)
+        raise OutputWriteError(target, reason, errno=code, needed=need, frames=None) from None
+    except BaseException:  # Ctrl-C: no temporary file left, old results kept
+        if f is not None:
+            _close_quietly(f, reserve)
+        temp.unlink(missing_ok=True)
+        raise
 
 
 def read_analysis_group(path: str | os.PathLike) -> AnalysisData:
-    """Read every attribute and dataset of the ``/analysis`` group.
+    """Read every attribute and dataset of a trajectory's stored results.
+
+    From the sidecar :func:`analysis_path` when it exists, otherwise from
+    the ``/analysis`` group inside the trajectory (files analysed before
+    sidecars).
 
     Raises
     ------
     KeyError
-        If the file has no ``/analysis`` group.
+        If neither holds an ``/analysis`` group.
     """
+    sidecar = analysis_path(path)
+    if sidecar.is_file() and sidecar != Path(path):
+        return _read_group(sidecar)
+    return _read_group(path, f"{os.fspath(path)} has no /{ANALYSIS_GROUP} group and no "
+                             f"{sidecar.name} (run `particles analyze` first)")
+
+
+def _read_group(path: str | os.PathLike, missing: str | None = None) -> AnalysisData:
     import h5py
 
     with h5py.File(path, "r") as f:
         if ANALYSIS_GROUP not in f:
-            raise KeyError(
-                f"{os.fspath(path)} has no /{ANALYSIS_GROUP} group (run `particles analyze` first)"
-            )
+            raise KeyError(missing or f"{os.fspath(path)} has no /{ANALYSIS_GROUP} group")
         g = f[ANALYSIS_GROUP]
         datasets: dict[str, np.ndarray] = {}
 

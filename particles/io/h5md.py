@@ -59,17 +59,31 @@ batch never yields a partial frame.  (This protects against the process
 dying, not against power loss: nothing is fsync'ed.)  ``/parameters``
 attribute ``complete`` is set to 1 only once the last frame is written.
 
+Full disks.  HDF5 reports many write failures only when it frees its
+objects, so a failed write can look like a success and leave a damaged
+file.  The writer therefore reserves the disk space of each batch first
+(``posix_fallocate`` past the end HDF5 knows of, :class:`_Reserve`): when the
+file system (or the process's file size limit) cannot hold the batch, the
+reservation fails before HDF5 writes a byte, the batch is dropped and
+:class:`~particles.errors.OutputWriteError` is raised; the file keeps every
+frame written before, marked incomplete, and can be resumed once there is
+room.  A failure HDF5 does report is raised the same way.  The reserved
+tail is cut off when the file is closed.
+
 The schema is versioned by ``/parameters`` attribute ``particles_schema``;
 files of a newer schema are refused rather than misread.
 """
 
 from __future__ import annotations
 
+import errno
 import getpass
 import importlib.metadata
 import json
 import math
+import os
 import platform
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +92,7 @@ import h5py
 import numpy as np
 
 from particles.config import SimulationConfig
-from particles.errors import TrajectoryFileError
+from particles.errors import OutputWriteError, TrajectoryFileError
 from particles.observables import energy_definition
 from particles.trajectory import Frame, Trajectory
 from particles.version import __version__
@@ -102,6 +116,12 @@ _MAX_BUFFER_BYTES = 256 * 2**20
 _CHUNK_BYTES = 2**16
 
 _POSITION = f"particles/{GROUP}/position"
+
+#: bytes reserved on top of each batch's estimated size (HDF5 metadata).
+_RESERVE_MARGIN = 64 * 2**10
+
+#: errors that mean "no reservation possible here", not "no space".
+_NO_FALLOCATE = {errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS, errno.ENOTSUP}
 
 #: reads of a file being written by another process are retried this often.
 _RETRIES, _RETRY_DELAY = 10, 0.05
@@ -460,6 +480,22 @@ def read_summary(path: str | Path) -> RunSummary:
     return _read(path, reader)
 
 
+def partial_owner(path: str | Path) -> bool:
+    """Whether a live process holds the HDF5 write lock of ``path``.
+
+    False too for a file that cannot be read as HDF5 at all (killed while it
+    was created).
+    """
+    try:
+        f = h5py.File(path, "r")
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    f.close()
+    return False
+
+
 # ---------------------------------------------------------------- writing
 def software_versions() -> dict[str, str]:
     """Versions of the package and of what computes and stores its numbers."""
@@ -553,6 +589,90 @@ def write_config(params: h5py.Group, config: SimulationConfig) -> None:
     params.attrs["seed"] = str(config.seed)
 
 
+def _reason(exc: BaseException) -> tuple[str, int | None]:
+    """What the system said about a failed write, and its errno, from an OSError
+    or an h5py error message (``errno = 28, error message = '...'``)."""
+    text = str(exc)
+    code = getattr(exc, "errno", None)
+    if code is None:
+        m = re.search(r"errno = (\d+)", text)
+        code = int(m.group(1)) if m else None
+    m = re.search(r"error message = '([^']*)'", text)
+    if m:
+        return m.group(1), code
+    if code:
+        return os.strerror(code), code
+    return " ".join(text.split()) or type(exc).__name__, code
+
+
+class _Reserve:
+    """Disk space reserved past the end of an open HDF5 file before each write.
+
+    ``posix_fallocate`` on a second descriptor of the same file allocates
+    the blocks HDF5 is about to write, so a full file system (or a file size
+    limit) fails here, before HDF5 has changed anything.  Where the system
+    has no ``posix_fallocate`` nothing is reserved.
+
+    Parameters
+    ----------
+    f : h5py.File
+        Open for writing, under its current name.
+    """
+
+    def __init__(self, f: h5py.File) -> None:
+        self.fd: int | None = None
+        if hasattr(os, "posix_fallocate"):
+            try:
+                self.fd = os.open(f.filename, os.O_RDWR)
+            except OSError:
+                self.fd = None
+
+    def ensure(self, f: h5py.File, nbytes: int) -> None:
+        """Make sure ``nbytes`` past the end HDF5 knows of are allocated.
+
+        Raises
+        ------
+        OSError
+            No space (ENOSPC, EDQUOT) or over the file size limit (EFBIG).
+        """
+        if self.fd is None:
+            return
+        try:
+            os.posix_fallocate(self.fd, 0, f.id.get_filesize() + int(nbytes))
+        except OSError as exc:
+            if exc.errno in _NO_FALLOCATE:
+                self.fd = None  # this file system cannot reserve: write without
+                return
+            raise
+
+    def close(self, size: int | None) -> None:
+        """Cut the file back to ``size`` bytes (the end HDF5 knows of) and release it."""
+        if self.fd is None:
+            return
+        try:
+            if size is not None and os.fstat(self.fd).st_size > size:
+                os.ftruncate(self.fd, size)
+        except OSError:
+            pass  # a longer file is still a valid HDF5 file
+        finally:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _close_file(f: h5py.File, reserve: _Reserve | None) -> None:
+    """Close an HDF5 file, then cut off the unused reservation."""
+    size = None
+    try:
+        size = f.id.get_filesize()
+    except Exception:  # already broken: keep the whole file
+        size = None
+    try:
+        f.close()
+    finally:
+        if reserve is not None:
+            reserve.close(size)
+
+
 class GroupWriter:
     """Appends the frames of one particle group and flushes them on a timer.
 
@@ -588,8 +708,12 @@ class GroupWriter:
         parameters: str = "parameters",
         frames: int = 0,
         flush_interval: float = FLUSH_INTERVAL,
+        reserve: _Reserve | None = None,
     ) -> None:
         self._file = file
+        self._reserve = reserve if reserve is not None else _Reserve(file)
+        self._failed: OutputWriteError | None = None
+        self._frame_bytes = 0
         self.config = config
         self.frames = frames
         self.flush_interval = flush_interval
@@ -615,6 +739,10 @@ class GroupWriter:
             self._buffer[-1] = _without_positions(self._buffer[-1])
         self._buffer.append(frame)
         self._buffer_bytes += frame.positions.nbytes
+        if not self._frame_bytes:
+            self._frame_bytes = frame.positions.nbytes + 16 + sum(
+                np.asarray(v).nbytes for v in frame.observables.values()
+            )
         if (
             time.monotonic() - self._last_flush >= self.flush_interval
             or self._buffer_bytes >= _MAX_BUFFER_BYTES
@@ -623,12 +751,76 @@ class GroupWriter:
             return True
         return False
 
+    def needed(self) -> int:
+        """Estimated bytes of disk space still needed to write the remaining frames."""
+        remaining = max(0, len(self.config.output_times()) - self.frames)
+        return remaining * max(self._frame_bytes, 1) + _RESERVE_MARGIN
+
+    def _batch_bytes(self, k: int) -> int:
+        """An upper bound of the bytes a batch of ``k`` frames adds to the file."""
+        rows = [self._frame_bytes - 16, 8, 8] if self._frame_bytes else [0]
+        if self._buffer:
+            rows = [self._buffer[0].positions.nbytes, 8, 8] + [
+                np.asarray(v).nbytes for v in self._buffer[0].observables.values()
+            ]
+        k0, k1 = self.frames, self.frames + k
+        total = _RESERVE_MARGIN
+        for row in rows:
+            cf = _chunk_frames(row)
+            chunks = -(-k1 // cf) - -(-k0 // cf)  # chunks first written by this batch
+            total += chunks * (cf * row + 1024)  # whole chunks, index entries
+        return total
+
+    def _fail(self, exc: BaseException) -> OutputWriteError:
+        """Drop the buffer, remember the failure: no later write is tried."""
+        reason, code = _reason(exc)
+        self._failed = OutputWriteError(
+            Path(self._file.filename), reason, errno=code, needed=self.needed(),
+            frames=self.frames,
+        )
+        self._buffer = []
+        self._buffer_bytes = 0
+        return self._failed
+
+    @property
+    def failed(self) -> OutputWriteError | None:
+        """The write failure that stopped this writer, or None."""
+        return self._failed
+
     def flush(self) -> None:
         """Write the buffered frames and flush the file.
 
+        The batch's disk space is reserved first; a write failure raises
+        :class:`~particles.errors.OutputWriteError` at once (the buffered
+        frames are dropped, the frames written before stay on disk).
         Idempotent if interrupted: a repeated call rewrites the same rows.
         """
+        if self._failed is not None:
+            raise self._failed
         frames = self._buffer
+        k = len(frames)
+        while True:  # the longest prefix of the batch the disk can hold
+            try:
+                self._reserve.ensure(self._file, self._batch_bytes(k) if k else 4096)
+                break
+            except OSError as exc:
+                # without every frame's positions only the whole batch carries the
+                # resume point (its last frame), so it is written whole or not at all
+                if k <= 1 or self.config.positions != "all":
+                    raise self._fail(exc) from None
+                k //= 2
+        try:
+            self._write(frames[:k])
+        except (OSError, RuntimeError) as exc:
+            raise self._fail(exc) from None
+        self.frames += k
+        self._buffer = frames[k:]
+        self._buffer_bytes = sum(fr.positions.nbytes for fr in self._buffer)
+        self._last_flush = time.monotonic()
+        if self._buffer:  # the rest does not fit
+            self.flush()
+
+    def _write(self, frames: list[Frame]) -> None:
         if frames:
             k0, k1 = self.frames, self.frames + len(frames)
             f = self._file
@@ -675,10 +867,6 @@ class GroupWriter:
                 _put(pos["time"], 0, 1, np.array([last.time]))
                 _put(pos["step"], 0, 1, np.array([last.step], dtype=np.int64))
         self._file.flush()
-        self.frames += len(frames)
-        self._buffer = []
-        self._buffer_bytes = 0
-        self._last_flush = time.monotonic()
 
     @property
     def pending(self) -> int:
@@ -686,10 +874,66 @@ class GroupWriter:
         return len(self._buffer)
 
     def finish(self, *, complete: bool) -> None:
-        """Write what is buffered and record whether the group's run completed."""
+        """Write what is buffered and record whether the group's run completed.
+
+        ``complete`` is written last, only once every frame is on disk; after
+        a write failure nothing more is written (the flag stays 0).
+        """
+        if self._failed is not None:
+            if complete:
+                raise self._failed
+            return
         self.flush()
-        self._file[self._parameters].attrs["complete"] = np.int8(bool(complete))
-        self._file.flush()
+        if complete and self.frames != len(self.config.output_times()):
+            raise ValueError(
+                f"{self.frames} of {len(self.config.output_times())} frames written; "
+                "not marked complete"
+            )
+        try:
+            self._file[self._parameters].attrs["complete"] = np.int8(bool(complete))
+            self._file.flush()
+        except (OSError, RuntimeError) as exc:
+            raise self._fail(exc) from None
+
+
+def _close_quietly(f: h5py.File, reserve: _Reserve | None) -> None:
+    """Close after a failure; errors HDF5 reports while closing are dropped."""
+    try:
+        _close_file(f, reserve)
+    except Exception:  # the failure that got us here is the one to report
+        pass
+
+
+def _create(path: str | Path, fill) -> tuple[h5py.File, _Reserve]:
+    """Create a new HDF5 file, reserve room for its header and ``fill(f)`` it.
+
+    A write failure removes the new file and raises
+    :class:`~particles.errors.OutputWriteError`.
+    """
+    path = Path(path)
+    try:
+        f = h5py.File(path, "x")
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        reason, code = _reason(exc)
+        raise OutputWriteError(path, reason, errno=code) from None
+    reserve = _Reserve(f)
+    try:
+        reserve.ensure(f, _RESERVE_MARGIN)
+        fill(f)
+        f.flush()
+    except (OSError, RuntimeError) as exc:
+        _close_quietly(f, reserve)
+        path.unlink(missing_ok=True)
+        reason, code = _reason(exc)
+        raise OutputWriteError(path, reason, errno=code) from None
+    except BaseException:
+        _close_quietly(f, reserve)
+        path.unlink(missing_ok=True)
+        raise
+    return f, reserve
 
 
 def _without_positions(frame: Frame) -> Frame:
@@ -730,13 +974,20 @@ class TrajectoryWriter(GroupWriter):
         *,
         frames: int = 0,
         flush_interval: float = FLUSH_INTERVAL,
+        reserve: _Reserve | None = None,
     ) -> None:
-        super().__init__(file, config, frames=frames, flush_interval=flush_interval)
+        super().__init__(
+            file, config, frames=frames, flush_interval=flush_interval, reserve=reserve
+        )
 
     # ------------------------------------------------------------ opening
     @classmethod
     def create(
-        cls, path: str | Path, config: SimulationConfig, *, flush_interval: float = FLUSH_INTERVAL
+        cls,
+        path: str | Path,
+        config: SimulationConfig,
+        *,
+        flush_interval: float = FLUSH_INTERVAL,
     ) -> TrajectoryWriter:
         """Create a new file (which must not exist) holding no frames yet.
 
@@ -748,18 +999,19 @@ class TrajectoryWriter(GroupWriter):
             Resolved configuration (concrete seed).
         flush_interval : float
             Seconds between writes to disk.
+
+        Raises
+        ------
+        OutputWriteError
+            The file could not be written (disk full); it is removed again.
         """
         if config.seed is None:
             raise ValueError("config must be resolved (concrete seed) before it is written")
-        f = h5py.File(path, "x")
-        try:
-            add_particle_group(f, GROUP, config, "observables")
-            write_config(write_header(f), config)
-            f.flush()
-        except BaseException:
-            f.close()
-            raise
-        return cls(f, config, flush_interval=flush_interval)
+        f, reserve = _create(path, lambda f: (
+            add_particle_group(f, GROUP, config, "observables"),
+            write_config(write_header(f), config),
+        ))
+        return cls(f, config, flush_interval=flush_interval, reserve=reserve)
 
     @classmethod
     def reopen(
@@ -792,8 +1044,10 @@ class TrajectoryWriter(GroupWriter):
             ) from None
         except OSError as exc:
             raise file_error(path, f"cannot be opened for writing ({exc})") from None
+        reserve = _Reserve(f)
         try:
             header = _inspect(f, path)
+            reserve.ensure(f, _RESERVE_MARGIN)
             for ds in _frame_datasets(f, header.observables, header.config.positions):
                 if ds.shape[0] != header.frames:
                     ds.resize(header.frames, axis=0)
@@ -801,20 +1055,33 @@ class TrajectoryWriter(GroupWriter):
             if config is not None:
                 f["parameters"].attrs["config"] = config.to_json()
             f.flush()
+        except (OSError, RuntimeError) as exc:
+            _close_quietly(f, reserve)
+            reason, code = _reason(exc)
+            raise OutputWriteError(path, reason, errno=code, kept=path) from None
         except BaseException:
-            f.close()
+            _close_quietly(f, reserve)
             raise
         return cls(f, config or header.config, frames=header.frames,
-                   flush_interval=flush_interval)
+                   flush_interval=flush_interval, reserve=reserve)
 
     def close(self, *, complete: bool) -> None:
-        """Write what is buffered, record whether the run completed, close the file."""
+        """Write what is buffered, record whether the run completed, close the file.
+
+        Raises
+        ------
+        OutputWriteError
+            A write failed (now or before, when ``complete``): the file holds
+            the frames written before the failure, marked incomplete.
+        """
         if not self._file:
             return
         try:
             self.finish(complete=complete)
-        finally:
-            self._file.close()
+        except BaseException:
+            _close_quietly(self._file, self._reserve)
+            raise
+        _close_file(self._file, self._reserve)
 
 
 # ---------------------------------------------------------------- comparison files
@@ -836,7 +1103,12 @@ class ModelWriter(GroupWriter):
     """
 
     def __init__(
-        self, file: h5py.File, config: SimulationConfig, *, flush_interval: float = FLUSH_INTERVAL
+        self,
+        file: h5py.File,
+        config: SimulationConfig,
+        *,
+        flush_interval: float = FLUSH_INTERVAL,
+        reserve: _Reserve | None = None,
     ) -> None:
         m = config.model
         super().__init__(
@@ -846,6 +1118,7 @@ class ModelWriter(GroupWriter):
             observables=f"observables/{m}",
             parameters=f"parameters/{m}",
             flush_interval=flush_interval,
+            reserve=reserve,
         )
         self.model = m
 
@@ -868,8 +1141,15 @@ class ComparisonWriter:
         Seconds of wall time between writes to disk.
     """
 
-    def __init__(self, file: h5py.File, *, flush_interval: float = FLUSH_INTERVAL) -> None:
+    def __init__(
+        self,
+        file: h5py.File,
+        *,
+        flush_interval: float = FLUSH_INTERVAL,
+        reserve: _Reserve | None = None,
+    ) -> None:
         self._file = file
+        self._reserve = reserve if reserve is not None else _Reserve(file)
         self.flush_interval = flush_interval
         self.models: list[str] = []
         self._writers: list[ModelWriter] = []
@@ -896,22 +1176,18 @@ class ComparisonWriter:
         flush_interval : float
             Seconds between writes to disk.
         """
-        f = h5py.File(path, "x")
-        try:
+        f, reserve = _create(path, lambda f: (
             write_header(
                 f,
                 kind=KIND,
                 models=json.dumps(list(models)),
                 seed=str(seed),
                 complete=np.int8(0),
-            )
-            f.create_group("particles")
-            f.create_group("observables")
-            f.flush()
-        except BaseException:
-            f.close()
-            raise
-        return cls(f, flush_interval=flush_interval)
+            ),
+            f.create_group("particles"),
+            f.create_group("observables"),
+        ))
+        return cls(f, flush_interval=flush_interval, reserve=reserve)
 
     def add_model(self, config: SimulationConfig) -> ModelWriter:
         """Create the groups of one model and return the writer of its frames.
@@ -927,11 +1203,17 @@ class ComparisonWriter:
         m, f = config.model, self._file
         if m in self.models:
             raise ValueError(f"model {m!r} is already in the file")
-        add_particle_group(f, m, config, f"observables/{m}")
-        write_config(f["parameters"].create_group(m), config)
-        f.flush()
+        try:
+            self._reserve.ensure(f, _RESERVE_MARGIN)
+            add_particle_group(f, m, config, f"observables/{m}")
+            write_config(f["parameters"].create_group(m), config)
+            f.flush()
+        except (OSError, RuntimeError) as exc:
+            reason, code = _reason(exc)
+            raise OutputWriteError(Path(f.filename), reason, errno=code) from None
         self.models.append(m)
-        self._writers.append(ModelWriter(f, config, flush_interval=self.flush_interval))
+        self._writers.append(ModelWriter(f, config, flush_interval=self.flush_interval,
+                                         reserve=self._reserve))
         return self._writers[-1]
 
     @property
@@ -943,11 +1225,21 @@ class ComparisonWriter:
         """Record whether every model ran to its end, and close the file."""
         if not self._file:
             return
+        if any(w.failed for w in self._writers):
+            complete = False
         try:
-            self._file["parameters"].attrs["complete"] = np.int8(bool(complete))
-            self._file.flush()
-        finally:
-            self._file.close()
+            if complete or not any(w.failed for w in self._writers):
+                self._reserve.ensure(self._file, 4096)
+                self._file["parameters"].attrs["complete"] = np.int8(bool(complete))
+                self._file.flush()
+        except (OSError, RuntimeError) as exc:
+            _close_quietly(self._file, self._reserve)
+            reason, code = _reason(exc)
+            raise OutputWriteError(Path(self._file.filename), reason, errno=code) from None
+        except BaseException:
+            _close_quietly(self._file, self._reserve)
+            raise
+        _close_file(self._file, self._reserve)
 
 
 def _read_model(f: h5py.File, model: str, path: Path) -> Trajectory | None:
@@ -1056,5 +1348,6 @@ __all__ = [
     "is_comparison",
     "load",
     "load_comparison",
+    "partial_owner",
     "read_summary",
 ]

@@ -12,7 +12,9 @@ into an H5MD file (:mod:`particles.io.h5md`) with these guarantees:
   actually produced frames; a run that fails or is interrupted before that
   leaves the old file untouched.  (Without ``overwrite`` the rename refuses
   to replace a file that appeared meanwhile.)  A run killed before that
-  point leaves the temporary file behind.
+  point leaves the temporary file behind, holding frame 0 (written at
+  once): ``resume=True`` adopts it (:func:`particles.runs.session.resume_target`),
+  and a new run of the same target removes it with a warning.
 * Frames reach the disk at least every ``flush_interval`` seconds, so a
   killed run leaves a readable file of every frame written so far.
 * Ctrl-C (``KeyboardInterrupt``) and :class:`~particles.errors.IntegrationError`
@@ -27,6 +29,15 @@ into an H5MD file (:mod:`particles.io.h5md`) with these guarantees:
   asked for the new ``T`` from the start.  The stored save times must be the
   first save times of the new run (a ``save_every`` grid on which the old
   ``T`` lies; explicit ``save_times`` fix the frames and cannot be extended).
+* A write failure (disk full, file size limit) stops the run at once with
+  :class:`~particles.errors.OutputWriteError` (the free space needed, the
+  file kept with every frame written before, marked incomplete); ``resume``
+  continues it once there is room.  ``complete`` is set only after every
+  frame is on disk, and the file is read back to check it.
+* A signal that arrives while the finished file is closed is held until it
+  is complete, then raised as :class:`RunInterrupted` whose summary says
+  so; one during the last frames closes the file complete if every frame
+  was computed.
 """
 
 from __future__ import annotations
@@ -41,7 +52,13 @@ import numpy as np
 from particles.analysis import DEFAULT_EPS, count_clusters
 from particles.config import SimulationConfig
 from particles.engine import initial_positions, iter_frames
-from particles.errors import IntegrationError, ResumeMismatch, RunFailed, RunInterrupted
+from particles.errors import (
+    IntegrationError,
+    OutputWriteError,
+    ResumeMismatch,
+    RunFailed,
+    RunInterrupted,
+)
 from particles.io.h5md import (
     FLUSH_INTERVAL,
     RunSummary,
@@ -50,13 +67,21 @@ from particles.io.h5md import (
     read_summary,
 )
 from particles.progress import Progress
-from particles.runs.session import OutputFile, check_output_path, guard
+from particles.runs.session import (
+    OutputFile,
+    check_output_path,
+    deferred_interrupts,
+    guard,
+    remove_stale_partials,
+    resume_target,
+)
 
 __all__ = [
     "RunResult",
     "check_extension",
     "check_output_path",
     "check_resume_config",
+    "resume_path",
     "run_to_file",
     "summarize",
 ]
@@ -80,6 +105,31 @@ def summarize(path: Path) -> RunResult:
     """:func:`~particles.io.read_summary` of ``path`` as a :class:`RunResult`."""
     s = read_summary(path)
     return RunResult(**{f.name: getattr(s, f.name) for f in fields(RunSummary)})
+
+
+def _has_frames(path: Path) -> bool:
+    try:
+        return read_summary(path).frames > 0
+    except TrajectoryFileError:
+        return False
+
+
+def resume_path(path: str | Path) -> Path:
+    """The file ``resume`` continues: ``path``, or the temporary file of a run
+    killed before its first promotion, adopted under ``path``.
+
+    Raises
+    ------
+    OutputPathError
+        Nothing to resume.
+    """
+    return resume_target(path, _has_frames)
+
+
+def _estimate(config: SimulationConfig, frames: int) -> int:
+    """Rough bytes of ``frames`` frames of ``config`` on disk (positions, observables)."""
+    systems = config.batch or 1
+    return frames * (8 * systems * (config.n * config.d + 8) + 16) + 2**16
 
 
 def check_resume_config(given: SimulationConfig, stored: SimulationConfig) -> None:
@@ -211,7 +261,16 @@ def run_to_file(
     RunFailed
         The integration failed (an :class:`~particles.errors.IntegrationError`);
         the file is kept the same way.
+    OutputWriteError
+        Writing failed (disk full, file size limit): raised at once; ``kept``
+        holds every frame written before (marked incomplete; None when no
+        frame was kept), ``needed`` the free space needed to finish.
+    OutputReplacedError
+        (an OutputPathError) Another run replaced the target while this one
+        was writing it: this run lost.
     """
+    if resume and not overwrite:
+        path = resume_path(path)
     path = check_output_path(path, overwrite=overwrite, resume=resume)
     if resume:
         if x0 is not None:
@@ -232,7 +291,14 @@ def run_to_file(
             raise TrajectoryFileError(
                 f"{path}: stored frame times do not match the configuration; cannot resume"
             )
-        writer = TrajectoryWriter.reopen(path, flush_interval=flush_interval, config=extended)
+        try:
+            writer = TrajectoryWriter.reopen(
+                path, flush_interval=flush_interval, config=extended
+            )
+        except OutputWriteError as exc:
+            exc.needed = _estimate(config, len(times) - state.frames)
+            exc.summary, exc.path = state, path
+            raise
         X = state.final.reshape(config.batch or 1, config.n, config.d)
         start, start_step, first = state.frames - 1, state.step, state.frames
         counts = None
@@ -249,11 +315,25 @@ def run_to_file(
         config = config.resolved()
         X = initial_positions(config, x0)
         start, start_step, first, counts = 0, 0, 0, None
+        remove_stale_partials(path)
         output = OutputFile(path, overwrite=overwrite)
-        writer = TrajectoryWriter.create(output.writing, config, flush_interval=flush_interval)
+        try:
+            writer = TrajectoryWriter.create(
+                output.writing, config, flush_interval=flush_interval
+            )
+        except OutputWriteError as exc:  # the new file is removed again
+            exc.path, exc.needed = path, _estimate(config, len(config.output_times()))
+            raise
+        except BaseException:
+            output.discard()
+            raise
+        output.claim()
+    expected = len(config.output_times())
 
     def close() -> int:
-        writer.close(complete=False)
+        # every frame computed (a signal after the last one): the file is complete
+        done = writer.failed is None and writer.frames + writer.pending == expected
+        writer.close(complete=done)
         return writer.frames
 
     def interrupted(kept: Path | None) -> RunInterrupted:
@@ -262,18 +342,46 @@ def run_to_file(
     def failed(exc: IntegrationError, kept: Path | None) -> RunFailed:
         return RunFailed(str(exc), path, summarize(kept) if kept else None)
 
-    with guard(output, close, interrupted=interrupted, failed=failed):
-        with Progress(config.T, enabled=progress) as bar:
-            for frame in iter_frames(
-                config, X, start=start, start_step=start_step, step_counts=counts,
-                progress=bar.update,
-            ):
-                if frame.index < first:  # resuming from frame 0 yields it again
-                    continue
-                if writer.append(frame) and writer.frames > 1:
-                    output.promote()  # the first integrated frame is on disk
-                if should_stop is not None and should_stop():
-                    raise KeyboardInterrupt
-    writer.close(complete=True)
-    output.finish()
-    return summarize(path)
+    try:
+        with guard(output, close, interrupted=interrupted, failed=failed):
+            with Progress(config.T, enabled=progress) as bar:
+                for frame in iter_frames(
+                    config, X, start=start, start_step=start_step, step_counts=counts,
+                    progress=bar.update,
+                ):
+                    if frame.index < first:  # resuming from frame 0 yields it again
+                        continue
+                    wrote = writer.append(frame)
+                    if frame.index == 0 and not wrote:
+                        # frame 0 on disk at once: a run killed while it compiles
+                        # leaves a file that resume can continue
+                        writer.flush()
+                        wrote = True
+                    if wrote:
+                        if writer.frames > 1:
+                            output.promote()  # the first integrated frame is on disk
+                        output.check_owned()
+                    if (should_stop is not None and writer.frames + writer.pending < expected
+                            and should_stop()):
+                        raise KeyboardInterrupt
+            with deferred_interrupts() as held:  # finishing is never cut short
+                output.check_owned()
+                writer.close(complete=True)
+                output.finish()
+    except OutputWriteError as exc:
+        if exc.kept is not None and exc.summary is None:
+            try:
+                exc.summary = summarize(exc.kept)
+            except TrajectoryFileError:
+                pass
+        raise
+    output.check_owned()
+    result = summarize(path)
+    if not result.complete:  # read back: never report complete what is not
+        raise OutputWriteError(
+            path, "the file read back is not complete", kept=path, summary=result,
+            needed=_estimate(config, result.frames_expected - result.frames),
+        )
+    if held:
+        raise RunInterrupted(path, result, signum=held[0])
+    return result

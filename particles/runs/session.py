@@ -8,7 +8,7 @@ Every session that writes a file (:func:`particles.runs.run_to_file`,
   replaced without ``overwrite``, its directory must exist and be writable;
   ``resume`` needs the file.
 * A new file is written under a hidden temporary name next to the target
-  (``.NAME.XXXXXXXX.partial``, :class:`OutputFile`) and takes the target's
+  (``.NAME.PID.XXXXXXXX.partial``, :class:`OutputFile`) and takes the target's
   name when :meth:`OutputFile.promote` is called (a run: once its first
   integrated frame is on disk; a comparison: once every model ran).  Without
   ``overwrite`` the rename refuses to replace a file that appeared meanwhile.
@@ -19,21 +19,196 @@ Every session that writes a file (:func:`particles.runs.run_to_file`,
   promoted), and propagate as :class:`~particles.errors.RunInterrupted` /
   :class:`~particles.errors.RunFailed` (or the subclasses a session names),
   whose ``kept`` is the file holding the frames, or None.
+* A write failure (disk full, file size limit) is detected before the
+  batch reaches the file (:mod:`particles.io.h5md` reserves its space), the
+  file is closed with the frames written so far (never marked complete) and
+  kept as on Ctrl-C; :class:`~particles.errors.OutputWriteError` propagates
+  with ``kept`` set and ``path`` naming the target.
+* Closing after a stop and finishing a complete file run with SIGINT and
+  SIGTERM deferred (:func:`deferred_interrupts`), so a second Ctrl-C cannot
+  cut a close short or remove the frames.
+* A promoted file is checked to still be this session's file
+  (:meth:`OutputFile.check_owned`): a session whose file another one
+  replaced (both with ``overwrite``) stops with
+  :class:`~particles.errors.OutputReplacedError`.
+* Temporary files carry the writer's process id in their name
+  (``.NAME.PID.XXXXXXXX.partial``).  A temporary file that no live process
+  writes is stale (:func:`stale_partials`): ``resume`` of a
+  target that does not exist adopts the newest stale one holding frames
+  (:func:`resume_target`), and a new run of the same target removes them,
+  each with a :class:`~particles.errors.StalePartialWarning`.
 """
 
 from __future__ import annotations
 
+import glob
 import os
+import re
+import signal
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from particles.errors import IntegrationError, OutputPathError, RunFailed, RunInterrupted
+from particles.errors import (
+    IntegrationError,
+    OutputPathError,
+    OutputReplacedError,
+    OutputWriteError,
+    RunFailed,
+    RunInterrupted,
+    StalePartialWarning,
+)
+from particles.io.h5md import partial_owner
 from particles.paths import check_output_path
 
-__all__ = ["OutputFile", "check_output_path", "guard", "promote", "stopped"]
+__all__ = [
+    "OutputFile",
+    "check_output_path",
+    "deferred_interrupts",
+    "guard",
+    "promote",
+    "remove_stale_partials",
+    "resume_target",
+    "stale_partials",
+    "stopped",
+]
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[list[int]]:
+    """Hold SIGINT and SIGTERM until the block ends; yields the signals received.
+
+    For the short steps that must not be cut short (closing a file,
+    finishing a complete one).  The caller decides what a received signal
+    means afterwards.  Outside the main thread nothing is changed.
+    """
+    got: list[int] = []
+
+    def record(signum, frame) -> None:
+        got.append(signum)
+
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, record)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield got
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return True
+    return True
+
+
+#: the writer's process id in a temporary file's name.
+_PID = re.compile(r"\.(\d+)\.[0-9a-f]{8}\.[^.]+$")
+
+
+def _partials(path: Path) -> list[Path]:
+    """The temporary files of sessions writing ``path`` (newest first)."""
+    pattern = f".{glob.escape(path.name)}.*.partial"
+    found = [p for p in path.parent.glob(pattern) if p.is_file()]
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def stale_partials(path: str | os.PathLike) -> list[tuple[Path, str]]:
+    """Temporary files of ``path`` left by sessions that no longer run.
+
+    A temporary file is stale when no process holds its HDF5 write lock and
+    the process named in it (``.NAME.PID.XXXXXXXX.partial``) is gone; one
+    that names no process (written by an older version) counts as stale
+    once unlocked.
+
+    Returns
+    -------
+    list of (Path, str)
+        The stale files, newest first, each with a description of its writer.
+    """
+    path = Path(path)
+    stale = []
+    for p in _partials(path):
+        if partial_owner(p):
+            continue
+        m = _PID.search(p.name)
+        if m is None:
+            stale.append((p, "written by an unknown process"))
+        elif not _alive(int(m.group(1))):
+            stale.append((p, f"written by process {m.group(1)}, which has ended"))
+    return stale
+
+
+def remove_stale_partials(path: str | os.PathLike, keep: Path | None = None) -> list[Path]:
+    """Remove the stale temporary files of ``path`` (but ``keep``), warning for each.
+
+    Returns
+    -------
+    list of Path
+        The removed files.
+    """
+    removed = []
+    for p, who in stale_partials(path):
+        if keep is not None and p == keep:
+            continue
+        try:
+            p.unlink()
+        except OSError:
+            continue
+        removed.append(p)
+        warnings.warn(
+            StalePartialWarning(f"removed {p}, a temporary file of {path} left by a run "
+                                f"that did not finish ({who})"),
+            stacklevel=2,
+        )
+    return removed
+
+
+def resume_target(path: str | os.PathLike, readable: Callable[[Path], bool]) -> Path:
+    """The file ``resume`` continues: ``path``, or a stale temporary file of it adopted.
+
+    When ``path`` does not exist (a run killed before its first frame
+    was promoted), the newest stale temporary file for which
+    ``readable(file)`` is True takes the target's name; the other stale
+    ones are removed (:func:`remove_stale_partials`).
+
+    Raises
+    ------
+    OutputPathError
+        Nothing to resume: no file, no usable temporary file, or one still
+        being written by a live process.
+    """
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        return check_output_path(path, resume=True)
+    stale = [p for p, _ in stale_partials(path)]
+    for candidate in stale:
+        if readable(candidate):
+            promote(candidate, path, overwrite=False)
+            remove_stale_partials(path)
+            return path
+    live = [p for p in _partials(path) if p not in stale]
+    if live:
+        raise OutputPathError(
+            f"{path} does not exist yet; {live[0]} is still being written by a running "
+            "process (nothing to resume until it stops)"
+        )
+    return check_output_path(path, resume=True)  # raises: does not exist
 
 
 
@@ -86,9 +261,40 @@ class OutputFile:
         self.path = Path(path)
         self.overwrite = overwrite
         self.temp = None if in_place else self.path.with_name(
-            f".{self.path.name}.{uuid.uuid4().hex[:8]}{suffix}"
+            f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{suffix}"
         )
         self.promoted = in_place
+        self._identity: tuple[int, int] | None = None
+        if in_place:
+            self.claim()
+
+    def claim(self) -> None:
+        """Record which file this session writes (call once it exists)."""
+        st = os.stat(self.writing)
+        self._identity = (st.st_dev, st.st_ino)
+
+    def owned(self) -> bool:
+        """Whether the target is still the file this session promoted (or wrote in place)."""
+        if not self.promoted or self._identity is None:
+            return True
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._identity
+
+    def check_owned(self) -> None:
+        """Raise if another session replaced the promoted target.
+
+        Raises
+        ------
+        OutputReplacedError
+        """
+        if not self.owned():
+            raise OutputReplacedError(
+                f"{self.path} was replaced by another run while this run was writing it; "
+                "this run lost the race and its frames went with the replaced file"
+            )
 
     @property
     def writing(self) -> Path:
@@ -118,7 +324,7 @@ class OutputFile:
         replaced by an incomplete one); otherwise it is removed.
         """
         if self.promoted:
-            return self.path
+            return self.path if self.owned() else None
         if frames and not self.path.exists():
             try:
                 promote(self.temp, self.path, overwrite=False)
@@ -136,11 +342,16 @@ class OutputFile:
 
 
 def _close(output: OutputFile, close: Callable[[], int], *, keep: bool) -> Path | None:
-    try:
-        frames = close()
-    except BaseException:
-        output.discard()
-        raise
+    with deferred_interrupts():  # a second Ctrl-C must not cut the close short
+        try:
+            frames = close()
+        except OutputWriteError as exc:
+            if exc.kept is None:  # closing could not write: keep what is on disk
+                exc.kept = output.keep(exc.frames)
+            raise
+        except BaseException:
+            output.discard()
+            raise
     if not keep:
         if not output.promoted:
             output.discard()
@@ -181,6 +392,10 @@ def guard(
         raise interrupted(_close(output, close, keep=True)) from None
     except IntegrationError as exc:
         raise failed(exc, _close(output, close, keep=True)) from exc
+    except OutputWriteError as exc:
+        exc.kept = _close(output, close, keep=True)
+        exc.path = output.path
+        raise
     except BaseException:
         _close(output, close, keep=keep_on_error)
         raise

@@ -1,0 +1,230 @@
+"""A full disk, for real: write failures stop the run at once with one line,
+the file keeps every frame written before (bit-identical), is never marked
+complete when it is not, and ``--resume`` finishes it once there is room;
+``analyze`` never touches the trajectory's bytes.
+
+Two ways to fill the disk: a child process with a file size limit
+(``RLIMIT_FSIZE``, SIGXFSZ ignored, so the write that crosses it fails with
+EFBIG; needs no privileges), and a small tmpfs (only when running as root).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from particles_cli.main import cli
+
+from particles.config import SimulationConfig
+from particles.io import load, read_summary
+from particles.io.analysis import analysis_path
+from particles.runs import run_to_file
+
+#: 401 frames of 32 tokens in 3-D: about 330 KB of positions.
+CONFIG = SimulationConfig(n=32, d=3, beta=1.0, integrator="euler", dt=0.01, T=4.0,
+                          save_every=1, seed=3)
+ARGS = "--n 32 --d 3 --beta 1 --integrator euler --dt 0.01 --T 4 --save-every 1 --seed 3"
+
+#: a file size limit that holds the header and some frames, not all.
+LIMIT = 200_000
+
+
+def limited(limit: int):
+    def preexec() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return preexec
+
+
+def particles(*args, cwd: Path, limit: int | None = None) -> subprocess.CompletedProcess:
+    """``particles ARGS`` in a child process (optionally under a file size limit)."""
+    return subprocess.run(
+        [sys.executable, "-m", "particles_cli", *map(str, args)],
+        cwd=cwd, capture_output=True, text=True, timeout=600,
+        preexec_fn=limited(limit) if limit else None,
+    )
+
+
+def one_error_line(p: subprocess.CompletedProcess, *fragments: str) -> str:
+    """Exit status 1, exactly one ``Error:`` line on stderr, no traceback."""
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("Error")]
+    assert len(lines) == 1, p.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".partial"))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The uninterrupted run, in this process."""
+    path = tmp_path_factory.mktemp("ref") / "ref.h5"
+    run_to_file(CONFIG, path)
+    return load(path)
+
+
+def check_kept_then_resume(path: Path, reference) -> None:
+    """The kept frames are the reference's, marked incomplete; resume finishes it."""
+    kept = load(path)
+    k = kept.positions.shape[0]
+    assert 1 <= k < reference.positions.shape[0]
+    assert not kept.complete and not read_summary(path).complete
+    np.testing.assert_array_equal(kept.positions, reference.positions[:k])
+    np.testing.assert_array_equal(kept.times, reference.times[:k])
+    result = run_to_file(None, path, resume=True)
+    assert result.complete
+    done = load(path)
+    np.testing.assert_array_equal(done.positions, reference.positions)
+    for name, v in reference.observables.items():
+        np.testing.assert_array_equal(done.observables[name], v)
+
+
+def test_file_size_limit_mid_run_stops_at_once_and_resumes(tmp_path, reference):
+    path = tmp_path / "run.h5"
+    p = particles("simulate", *ARGS.split(), "--out", path.name, cwd=tmp_path, limit=LIMIT)
+    line = one_error_line(p, "run.h5", "free space is needed", "marked incomplete", "--resume")
+    assert "File too large" in line
+    assert leftovers(tmp_path) == []
+    frames = read_summary(path).frames
+    # --resume with no room at all: stops before changing a frame, one line
+    p = particles("simulate", "--resume", "--out", path.name, cwd=tmp_path,
+                  limit=path.stat().st_size)
+    one_error_line(p, "run.h5", "free space is needed")
+    s = read_summary(path)
+    assert not s.complete and s.frames == frames
+    # once there is room, --resume finishes it bit for bit
+    check_kept_then_resume(path, reference)
+
+
+def test_full_at_start_is_one_line_and_leaves_nothing(tmp_path):
+    p = particles("simulate", *ARGS.split(), "--out", "run.h5", cwd=tmp_path, limit=2048)
+    one_error_line(p, "run.h5", "nothing was kept")
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_analyze_with_no_room_leaves_the_trajectory_untouched(tmp_path, reference):
+    path = tmp_path / "run.h5"
+    run_to_file(CONFIG, path)
+    before = digest(path)
+    p = particles("analyze", path.name, cwd=tmp_path, limit=8192)
+    one_error_line(p, "run.analysis.h5", "run.h5 is unchanged")
+    assert digest(path) == before
+    assert not analysis_path(path).exists() and leftovers(tmp_path) == []
+    np.testing.assert_array_equal(load(path).positions, reference.positions)
+
+
+def test_analyze_writes_a_sidecar_and_never_the_trajectory(tmp_path):
+    from particles.analysis import read_analysis
+
+    path = tmp_path / "run.h5"
+    run_to_file(CONFIG, path)
+    before = digest(path)
+    result = CliRunner().invoke(cli, ["analyze", str(path)])
+    assert result.exit_code == 0, result.output
+    assert digest(path) == before
+    sidecar = tmp_path / "run.analysis.h5"
+    assert sidecar.is_file() and f"results stored in {sidecar}" in result.output
+    assert read_analysis(path).times.shape == (len(CONFIG.output_times()),)
+    # an old file holding /analysis inside the trajectory stays readable
+    import h5py
+
+    old = tmp_path / "old.h5"
+    shutil.copy(path, old)
+    with h5py.File(sidecar, "r") as src, h5py.File(old, "a") as dst:
+        src.copy("analysis", dst)
+    np.testing.assert_array_equal(read_analysis(old).counts, read_analysis(path).counts)
+
+
+@pytest.mark.parametrize("where", ["compute", "rename"])
+def test_ctrl_c_during_analyze_leaves_the_file_as_it_was(tmp_path, where):
+    """A real SIGINT to this process (in-process CLI), sent when ``analyze``
+    starts computing, or when the results file is written and not yet renamed."""
+    import particles.analysis.report as report
+    import particles.io.analysis as io_analysis
+
+    path = tmp_path / "run.h5"
+    run_to_file(CONFIG, path)
+    before = digest(path)
+    code = {"compute": report.analyze, "rename": io_analysis._read_group}[where].__code__
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            sys.setprofile(None)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the KeyboardInterrupt is raised here, in the call
+
+    sys.setprofile(hook)
+    try:
+        result = CliRunner().invoke(cli, ["analyze", str(path)])
+    finally:
+        sys.setprofile(None)
+    assert result.exit_code == 130, (result.output, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Interrupted:") and "unchanged" in lines[0]
+    assert digest(path) == before
+    assert not analysis_path(path).exists() and leftovers(tmp_path) == []
+
+
+# ---------------------------------------------------------------- tmpfs (root only)
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A 256 KiB tmpfs, or skip when it cannot be mounted (not root)."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if p.returncode:
+        pytest.skip(f"cannot mount a tmpfs: {p.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_tmpfs_full_mid_run_then_resume_elsewhere(tmpfs, tmp_path, reference):
+    p = particles("simulate", *ARGS.split(), "--out", "run.h5", cwd=tmpfs)
+    one_error_line(p, "run.h5", "No space left on device", "free space is needed")
+    assert leftovers(tmpfs) == []
+    moved = tmp_path / "run.h5"
+    shutil.copy(tmpfs / "run.h5", moved)  # "once there is room"
+    check_kept_then_resume(moved, reference)
+
+
+def test_tmpfs_analyze_on_a_full_disk_keeps_the_trajectory(tmpfs):
+    small = CONFIG.replace(T=0.5)
+    path = tmpfs / "run.h5"
+    run_to_file(small, path)
+    before = digest(path)
+    filler = tmpfs / "filler"
+    with open(filler, "wb") as f:  # leave about 4 KiB free
+        free = os.statvfs(tmpfs).f_bavail * os.statvfs(tmpfs).f_frsize
+        f.write(b"\0" * max(0, free - 4096))
+    p = particles("analyze", path.name, cwd=tmpfs)
+    one_error_line(p, "run.analysis.h5", "No space left on device")
+    assert digest(path) == before and leftovers(tmpfs) == []
+    filler.unlink()
+    assert not analysis_path(path).exists()
+    np.testing.assert_array_equal(load(path).positions[-1], read_summary(path).final)
