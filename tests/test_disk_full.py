@@ -101,14 +101,15 @@ def check_kept_then_resume(path: Path, reference) -> None:
 
 def test_file_size_limit_mid_run_stops_at_once_and_resumes(tmp_path, reference):
     path = tmp_path / "run.h5"
-    p = particles("simulate", *ARGS.split(), "--out", path.name, cwd=tmp_path, limit=LIMIT)
+    p = particles("simulate", *ARGS.split(), "--no-size-check", "--out", path.name,
+                  cwd=tmp_path, limit=LIMIT)
     line = one_error_line(p, "run.h5", "free space is needed", "marked incomplete", "--resume")
     assert "File too large" in line
     assert leftovers(tmp_path) == []
     frames = read_summary(path).frames
     # --resume with no room at all: stops before changing a frame, one line
-    p = particles("simulate", "--resume", "--out", path.name, cwd=tmp_path,
-                  limit=path.stat().st_size)
+    p = particles("simulate", "--resume", "--no-size-check", "--out", path.name,
+                  cwd=tmp_path, limit=path.stat().st_size)
     one_error_line(p, "run.h5", "free space is needed")
     s = read_summary(path)
     assert not s.complete and s.frames == frames
@@ -116,8 +117,17 @@ def test_file_size_limit_mid_run_stops_at_once_and_resumes(tmp_path, reference):
     check_kept_then_resume(path, reference)
 
 
+def test_file_size_limit_is_refused_before_any_work(tmp_path):
+    """The estimate knows the file size limit (ulimit -f) as well as the free space."""
+    p = particles("simulate", *ARGS.split(), "--out", "run.h5", cwd=tmp_path, limit=LIMIT)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "ulimit -f" in p.stderr and "--no-size-check" in p.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_full_at_start_is_one_line_and_leaves_nothing(tmp_path):
-    p = particles("simulate", *ARGS.split(), "--out", "run.h5", cwd=tmp_path, limit=2048)
+    p = particles("simulate", *ARGS.split(), "--no-size-check", "--out", "run.h5",
+                  cwd=tmp_path, limit=2048)
     one_error_line(p, "run.h5", "nothing was kept")
     assert sorted(os.listdir(tmp_path)) == []
 
@@ -205,12 +215,20 @@ def tmpfs(tmp_path):
 
 
 def test_tmpfs_full_mid_run_then_resume_elsewhere(tmpfs, tmp_path, reference):
-    p = particles("simulate", *ARGS.split(), "--out", "run.h5", cwd=tmpfs)
+    p = particles("simulate", *ARGS.split(), "--no-size-check", "--out", "run.h5", cwd=tmpfs)
     one_error_line(p, "run.h5", "No space left on device", "free space is needed")
     assert leftovers(tmpfs) == []
     moved = tmp_path / "run.h5"
     shutil.copy(tmpfs / "run.h5", moved)  # "once there is room"
     check_kept_then_resume(moved, reference)
+
+
+def test_tmpfs_too_small_is_refused_before_any_work(tmpfs):
+    """Without --no-size-check the estimate refuses a run the disk cannot hold."""
+    p = particles("simulate", *ARGS.split(), "--out", "run.h5", cwd=tmpfs)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "free" in p.stderr and "--no-size-check" in p.stderr
+    assert list(tmpfs.iterdir()) == []
 
 
 def test_tmpfs_analyze_on_a_full_disk_keeps_the_trajectory(tmpfs):

@@ -205,6 +205,16 @@ def available_memory() -> int:
         return 2**63
 
 
+def file_size_limit() -> int | None:
+    """The largest file this process may write (``RLIMIT_FSIZE``, bytes), or None."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
 def check_fits(est: Estimate, out: str | Path | None = None, *, written: int = 0) -> None:
     """Refuse a run that cannot fit in memory or on the output's file system.
 
@@ -227,6 +237,13 @@ def check_fits(est: Estimate, out: str | Path | None = None, *, written: int = 0
             f"the run needs about {_size(est.memory_bytes)} of memory and "
             f"{_size(free)} is available; reduce --n, --d, --batch, --heads or the "
             "number of output times (or pass --no-size-check to try anyway)"
+        )
+    limit = file_size_limit()
+    if limit is not None and est.output_bytes > limit:
+        raise ValueError(
+            f"the output needs about {_size(est.output_bytes)} and this process may write "
+            f"files of at most {_size(limit)} (ulimit -f); save fewer frames (--save-every, "
+            "--save-times), raise the limit, or pass --no-size-check to try anyway"
         )
     if out is None:
         return
