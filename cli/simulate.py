@@ -26,7 +26,7 @@ from particles_cli.options import (
 from particles.config import SimulationConfig
 from particles.errors import OutputWriteError, ResumeMismatch
 from particles.io import OutputPathError, RunFailed, RunSummary, TrajectoryFileError, read_summary
-from particles.runs import check_output_path, resume_path, run_to_file
+from particles.runs import resume_path, run_to_file
 from particles.runs.estimate import check_fits, estimate
 
 
@@ -113,7 +113,7 @@ def check_estimate(
     written = 0
     if resume:
         try:
-            check_output_path(out, resume=True)
+            out = resume_path(out)  # adopts the temporary file of a run killed early
             stored = read_summary(out).config
         except OutputPathError as exc:
             raise click.BadParameter(str(exc), param_hint="'--out'") from None

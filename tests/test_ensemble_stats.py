@@ -13,6 +13,7 @@ from test_plotting import collapsing, write_file
 
 from particles.analysis import analyze
 from particles.analysis.ensemble import ensemble_stats, kaplan_meier
+from particles.io.analysis import analysis_path
 from particles.plotting import make_figure, save_plot
 
 
@@ -78,7 +79,7 @@ def test_analyze_prints_the_distribution_quantiles_and_survival(ensemble, tmp_pa
     assert "time-scale quantiles over 5 systems" in out
     assert "censored 0 of 5 (not formed)" in out
     assert "P(T_merge > t)" in out
-    with h5py.File(path, "r") as f:
+    with h5py.File(analysis_path(path), "r") as f:  # the sidecar file
         g = f["analysis/ensemble"]
         np.testing.assert_array_equal(g["count_systems"][()].sum(axis=1), 5)
         np.testing.assert_allclose(g["levels"][()], [0.05, 0.25, 0.5, 0.75, 0.95])
