@@ -26,17 +26,25 @@ from particles_cli.options import (
 from particles.config import SimulationConfig
 from particles.errors import OutputWriteError, ResumeMismatch
 from particles.io import OutputPathError, RunFailed, RunSummary, TrajectoryFileError, read_summary
-from particles.runs import resume_path, run_to_file
+from particles.runs import RunResult, resume_path, run_to_file
 from particles.runs.estimate import check_fits, estimate
 
 
-def summary_line(s: RunSummary) -> str:
-    """One line: frames, final time, status, final cluster count and energy."""
+def summary_line(s: RunResult) -> str:
+    """One line: frames, final time, status, final clusters, order parameter and energy.
+
+    A last frame that is one component spread over more than 90 degrees reads
+    ``spread`` (:meth:`~particles.runs.RunResult.spread`), not ``1 cluster``.
+    """
     status = "complete" if s.complete else f"incomplete, {s.frames_expected} expected"
-    clusters = s.cluster_count()
+    clusters, spread = s.cluster_count(), s.spread()
     energy = s.final_observables.get("energy")
+    r = s.final_observables.get("order_parameter")
     if np.ndim(clusters) == 0:
-        parts = [f"clusters {int(clusters)}"]
+        parts = ["spread (one component over more than 90 degrees)" if spread
+                 else f"clusters {int(clusters)}"]
+        if r is not None:
+            parts.append(f"r {r:.4g}")
         if energy is not None:
             parts.append(f"energy {energy:.6g}")
     else:
@@ -44,6 +52,10 @@ def summary_line(s: RunSummary) -> str:
             f"clusters mean {np.mean(clusters):.3g} (min {np.min(clusters)}, "
             f"max {np.max(clusters)}) over {len(clusters)} systems"
         ]
+        if np.any(spread):
+            parts.append(f"{int(np.sum(spread))} spread (one component over more than 90 degrees)")
+        if r is not None:
+            parts.append(f"r mean {np.mean(r):.4g}")
         if energy is not None:
             parts.append(f"energy mean {np.mean(energy):.6g}")
     return f"{s.frames} frames to t={s.time:g} ({status}), " + ", ".join(parts)

@@ -76,3 +76,19 @@ def test_compare_table_shows_r_and_spread():
     from particles.analysis.comparison import min_inner_product
 
     assert min_inner_product(ring(8)[0]) == -1.0
+
+
+def test_simulate_line_says_spread_and_r_for_an_incoherent_population(tmp_path):
+    """`simulate`'s end-of-run line: an incoherent Kuramoto population (weak
+    coupling, broad frequencies) is "spread" with its r, not "clusters 1"."""
+    from clitools import invoke, ok
+
+    out = tmp_path / "k.h5"
+    # 2000 tokens round the circle: one eps-linked component, r ~ 1/sqrt(n)
+    result = invoke("simulate", "--n", "2000", "--d", "2", "--model", "kuramoto",
+                    "--coupling", "0.05", "--omega", "lorentzian:1", "--integrator", "euler",
+                    "--dt", "0.05", "--T", "0.1", "--seed", "2", "--out", str(out))
+    ok(result)
+    line = result.output.strip().splitlines()[-1]
+    assert "spread (one component over more than 90 degrees)" in line, line
+    assert "clusters 1" not in line and " r 0." in line, line

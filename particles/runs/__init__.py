@@ -10,6 +10,13 @@
 
 from particles.runs.compare import compare_models
 from particles.runs.kernels import compare_kernels
-from particles.runs.run import check_output_path, resume_path, run_to_file
+from particles.runs.run import RunResult, check_output_path, resume_path, run_to_file
 
-__all__ = ["check_output_path", "compare_kernels", "compare_models", "resume_path", "run_to_file"]
+__all__ = [
+    "RunResult",
+    "check_output_path",
+    "compare_kernels",
+    "compare_models",
+    "resume_path",
+    "run_to_file",
+]

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from particles.analysis import DEFAULT_EPS, count_clusters
+from particles.analysis.comparison import min_inner_product
 from particles.config import SimulationConfig
 from particles.engine import initial_positions, iter_frames
 from particles.errors import (
@@ -99,6 +100,24 @@ class RunResult(RunSummary):
         int, or ndarray of int64 with shape (batch,) for an ensemble
         """
         return count_clusters(self.final, DEFAULT_EPS if eps is None else eps)
+
+    def spread(self, eps: float | None = None) -> bool | np.ndarray:
+        """Whether the last frame's one cluster is a spread population, not a cluster.
+
+        True where :meth:`cluster_count` is 1 and some ``<x_i, x_j> < 0``: one
+        eps-linked component spanning more than 90 degrees (an incoherent
+        Kuramoto population), as :class:`~particles.analysis.comparison.ModelSummary`
+        says in ``compare``'s table.
+
+        Returns
+        -------
+        bool, or ndarray of bool with shape (batch,) for an ensemble
+        """
+        counts = np.atleast_1d(self.cluster_count(eps))
+        systems = self.final.reshape(-1, self.config.n, self.config.d)
+        out = np.array([k == 1 and min_inner_product(x) < 0
+                        for k, x in zip(counts, systems, strict=True)])
+        return bool(out[0]) if self.config.batch is None else out
 
 
 def summarize(path: Path) -> RunResult:
