@@ -137,7 +137,7 @@ def analyze(
     times: str | None,
     no_write: bool,
 ) -> None:
-    """Find clusters, merges and the two time scales of a run; store them in PATH.
+    """Find clusters, merges and the two time scales of a run; store them beside PATH.
 
     Results go to the /analysis group of a file next to PATH (run.h5 ->
     run.analysis.h5, replacing earlier ones; PATH itself is only read) and a

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from particles.io import RunSummary, TrajectoryFileError, read_summary
+from particles.io.analysis import analysis_source
 
 
 def _describe(key: str, value) -> str:
@@ -16,6 +17,21 @@ def _describe(key: str, value) -> str:
     if isinstance(value, list) and len(value) > 8:
         return f"{len(value)} values, {min(value):g} .. {max(value):g}"
     return "-" if value is None else str(value)
+
+
+def _positions(s: RunSummary) -> str:
+    """Which frames' positions the file keeps (``--positions``)."""
+    kept = s.config.positions
+    return {"all": "every frame", "final": "the latest frame only (--positions final)",
+            "none": "none kept but the resume point (--positions none)"}.get(kept, kept)
+
+
+def _analysis(path: Path) -> str:
+    """Where ``particles analyze`` stored results for ``path``, or how to get them."""
+    source = analysis_source(path)
+    if source is None:
+        return "- (particles analyze stores results in a file beside it)"
+    return f"{source}:/analysis" + ("" if source != path else " (inside the trajectory)")
 
 
 def info_lines(s: RunSummary) -> list[str]:
@@ -34,6 +50,8 @@ def info_lines(s: RunSummary) -> list[str]:
         f"status       {status}",
         f"frames       {s.frames} (t = 0 .. {s.time:g}, last step {s.step})",
         f"observables  {', '.join(s.observables) or '-'}",
+        f"positions    {_positions(s)}",
+        f"analysis     {_analysis(s.path)}",
         "configuration",
         *(f"  {k.ljust(width)}  {_describe(k, v)}" for k, v in config.items()),
     ]

@@ -47,7 +47,7 @@ COMMANDS: list[CommandEntry] = [
     CommandEntry("info", "particles_cli.info", "Print the configuration, frames, completion "
                  "and observables of a trajectory file."),
     CommandEntry("analyze", "particles_cli.analyze", "Find clusters, merges and the two time "
-                 "scales of a run; store them in PATH."),
+                 "scales of a run; store them beside PATH."),
     CommandEntry("plot", "particles_cli.plot",
                  "Draw a picture of the run in PATH and print the file written."),
     CommandEntry("compare", "particles_cli.compare", "Run SA, USA and Kuramoto from one "

@@ -138,7 +138,7 @@ def plot(
 ) -> None:
     """Draw a picture of the run in PATH and print the file written.
 
-    Uses the file's /analysis group when `particles analyze` stored one for
+    Uses the results `particles analyze` stored beside PATH (run.analysis.h5) for
     the current frames; otherwise analyses with the default settings.
     """
     check_plot_options(path, kind, out, system, overwrite)

@@ -62,7 +62,18 @@ class Trajectory:
 
     @property
     def final(self) -> np.ndarray:
-        """Last saved positions, shape (n, d) or (batch, n, d)."""
+        """Last saved positions, shape (n, d) or (batch, n, d).
+
+        Raises
+        ------
+        ValueError
+            No positions were kept (a run with ``positions="none"``).
+        """
+        if not len(self.positions):
+            raise ValueError(
+                "this trajectory kept no positions (positions='none'); run with "
+                "positions='final' to keep the last frame's"
+            )
         return self.positions[-1]
 
     def batched_positions(self) -> np.ndarray:

@@ -396,6 +396,17 @@ def test_info(trajectory_file):
         assert any(line.split()[:1] == [field] for line in out.splitlines())
 
 
+def test_info_names_the_positions_kept_and_the_analysis_file(trajectory_file, tmp_path):
+    path = tmp_path / "run.h5"
+    path.write_bytes(trajectory_file.read_bytes())
+    out = invoke("info", path).stdout
+    assert "positions    every frame" in out
+    assert "analysis     - (particles analyze" in out
+    ok(invoke("analyze", path))
+    out = invoke("info", path).stdout
+    assert f"analysis     {tmp_path / 'run.analysis.h5'}:/analysis" in out
+
+
 def test_info_of_incomplete_file(tmp_path, monkeypatch):
     out = tmp_path / "i.h5"
     (tmp_path / "c.toml").write_text("max_steps = 7\n")

@@ -45,7 +45,10 @@ def test_simulate_in_memory_keeps_only_what_is_asked(reference):
         for name, v in reference.observables.items():
             np.testing.assert_array_equal(traj.observables[name], v)
         if frames:
-            np.testing.assert_array_equal(traj.positions[-1], reference.positions[-1])
+            np.testing.assert_array_equal(traj.final, reference.final)
+        else:
+            with pytest.raises(ValueError, match=r"kept no positions \(positions='none'\)"):
+                traj.final  # noqa: B018  (the property raises)
 
 
 @pytest.mark.parametrize("kind", ["none", "final"])

@@ -158,6 +158,25 @@ def write_analysis_group(
         raise
 
 
+def analysis_source(path: str | os.PathLike) -> Path | None:
+    """The file holding a trajectory's stored results, or None.
+
+    The sidecar :func:`analysis_path` when it exists, otherwise the
+    trajectory itself when it holds an ``/analysis`` group (files analysed
+    before sidecars), otherwise None.
+    """
+    import h5py
+
+    sidecar = analysis_path(path)
+    if sidecar.is_file() and sidecar != Path(path):
+        return sidecar
+    try:
+        with h5py.File(path, "r") as f:
+            return Path(path) if ANALYSIS_GROUP in f else None
+    except OSError:
+        return None
+
+
 def read_analysis_group(path: str | os.PathLike) -> AnalysisData:
     """Read every attribute and dataset of a trajectory's stored results.
 
