@@ -25,7 +25,12 @@ from particles.errors import OutputReplacedError, StalePartialWarning
 from particles.io import TrajectoryFileError, load, read_summary
 from particles.io.h5md import GroupWriter, TrajectoryWriter
 from particles.runs import run_to_file
-from particles.runs.session import remove_stale_partials, stale_partials
+from particles.runs.session import (
+    foreign_partials,
+    host_name,
+    remove_stale_partials,
+    stale_partials,
+)
 
 CONFIG = SimulationConfig(n=32, d=3, beta=1.0, integrator="euler", dt=0.01, T=4.0,
                           save_every=1, seed=3)
@@ -97,8 +102,8 @@ def test_partials_of_live_runs_are_not_stale(tmp_path):
     target = tmp_path / "x.h5"
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    live = tmp_path / f".x.h5.{os.getpid()}.0000aaaa.partial"
-    dead = tmp_path / f".x.h5.{gone.pid}.0000bbbb.partial"
+    live = tmp_path / f".x.h5.{os.getpid()}@{host_name()}.0000aaaa.partial"
+    dead = tmp_path / f".x.h5.{gone.pid}@{host_name()}.0000bbbb.partial"
     for path in (live, dead):
         with h5py.File(path, "w"):
             pass
@@ -106,6 +111,26 @@ def test_partials_of_live_runs_are_not_stale(tmp_path):
     with pytest.warns(StalePartialWarning, match="did not finish"):
         assert remove_stale_partials(target) == [dead]
     assert live.exists() and not dead.exists()
+
+
+def test_partials_of_other_hosts_are_never_removed_and_resume_names_them(tmp_path):
+    """On a cluster's shared file system a process id means nothing on another
+    node: such a temporary file is kept, and --resume says whose it is."""
+    target = tmp_path / "x.h5"
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    other = "node-" + ("b" if host_name() != "node-b" else "c")
+    foreign = tmp_path / f".x.h5.{gone.pid}@{other}.0000cccc.partial"
+    with h5py.File(foreign, "w"):
+        pass
+    assert stale_partials(target) == []
+    assert foreign_partials(target) == [(foreign, f"process {gone.pid} on {other}")]
+    assert remove_stale_partials(target) == [] and foreign.exists()
+    result = CliRunner().invoke(cli, ["simulate", "--resume", "--out", str(target)])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    line = " ".join(result.output.split())
+    assert f"process {gone.pid} on {other}" in line and "rename the file to x.h5" in line
+    assert foreign.exists()
 
 
 # ---------------------------------------------------------------- signals at the edges

@@ -8,7 +8,7 @@ Every session that writes a file (:func:`particles.runs.run_to_file`,
   replaced without ``overwrite``, its directory must exist and be writable;
   ``resume`` needs the file.
 * A new file is written under a hidden temporary name next to the target
-  (``.NAME.PID.XXXXXXXX.partial``, :class:`OutputFile`) and takes the target's
+  (``.NAME.PID@HOST.XXXXXXXX.partial``, :class:`OutputFile`) and takes the target's
   name when :meth:`OutputFile.promote` is called (a run: once its first
   integrated frame is on disk; a comparison: once every model ran).  Without
   ``overwrite`` the rename refuses to replace a file that appeared meanwhile.
@@ -31,12 +31,15 @@ Every session that writes a file (:func:`particles.runs.run_to_file`,
   (:meth:`OutputFile.check_owned`): a session whose file another one
   replaced (both with ``overwrite``) stops with
   :class:`~particles.errors.OutputReplacedError`.
-* Temporary files carry the writer's process id in their name
-  (``.NAME.PID.XXXXXXXX.partial``).  A temporary file that no live process
-  writes is stale (:func:`stale_partials`): ``resume`` of a
+* Temporary files carry the writer's process id and host in their name
+  (``.NAME.PID@HOST.XXXXXXXX.partial``).  A temporary file that no live
+  process writes is stale (:func:`stale_partials`): ``resume`` of a
   target that does not exist adopts the newest stale one holding frames
   (:func:`resume_target`), and a new run of the same target removes them,
-  each with a :class:`~particles.errors.StalePartialWarning`.
+  each with a :class:`~particles.errors.StalePartialWarning`.  Only files
+  written on this host can be known to be stale (a process id means
+  nothing on another node of a cluster sharing the file system); those of
+  other hosts are never removed, and ``resume`` names them.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import glob
 import os
 import re
 import signal
+import socket
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -68,6 +72,7 @@ __all__ = [
     "OutputFile",
     "check_output_path",
     "deferred_interrupts",
+    "foreign_partials",
     "guard",
     "promote",
     "remove_stale_partials",
@@ -117,8 +122,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
-#: the writer's process id in a temporary file's name.
-_PID = re.compile(r"\.(\d+)\.[0-9a-f]{8}\.[^.]+$")
+#: the writer's process id and host in a temporary file's name.
+_WRITER = re.compile(r"\.(\d+)@([A-Za-z0-9-]+)\.[0-9a-f]{8}\.[^.]+$")
+
+
+def host_name() -> str:
+    """This machine's short host name, as temporary file names carry it."""
+    name = socket.gethostname().split(".")[0]
+    return re.sub(r"[^A-Za-z0-9-]", "-", name) or "localhost"
+
+
+def writer_tag() -> str:
+    """``PID@HOST`` of this process, for temporary file names."""
+    return f"{os.getpid()}@{host_name()}"
+
+
+def _writer(p: Path) -> tuple[int, str] | None:
+    m = _WRITER.search(p.name)
+    return None if m is None else (int(m.group(1)), m.group(2))
 
 
 def _partials(path: Path) -> list[Path]:
@@ -132,9 +153,10 @@ def stale_partials(path: str | os.PathLike) -> list[tuple[Path, str]]:
     """Temporary files of ``path`` left by sessions that no longer run.
 
     A temporary file is stale when no process holds its HDF5 write lock and
-    the process named in it (``.NAME.PID.XXXXXXXX.partial``) is gone; one
-    that names no process (written by an older version) counts as stale
-    once unlocked.
+    the process named in it (``.NAME.PID@HOST.XXXXXXXX.partial``) ran on this
+    host and is gone; one that names no process (written by an older
+    version) counts as stale once unlocked.  A file written on another host
+    is never stale here (see :func:`foreign_partials`).
 
     Returns
     -------
@@ -146,12 +168,25 @@ def stale_partials(path: str | os.PathLike) -> list[tuple[Path, str]]:
     for p in _partials(path):
         if partial_owner(p):
             continue
-        m = _PID.search(p.name)
-        if m is None:
+        writer = _writer(p)
+        if writer is None:
             stale.append((p, "written by an unknown process"))
-        elif not _alive(int(m.group(1))):
-            stale.append((p, f"written by process {m.group(1)}, which has ended"))
+        elif writer[1] == host_name() and not _alive(writer[0]):
+            stale.append((p, f"written by process {writer[0]}, which has ended"))
     return stale
+
+
+def foreign_partials(path: str | os.PathLike) -> list[tuple[Path, str]]:
+    """Temporary files of ``path`` written on other hosts (newest first), each
+    with its writer (``process PID on HOST``): whether they still run cannot
+    be known from here."""
+    here = host_name()
+    out = []
+    for p in _partials(Path(path)):
+        writer = _writer(p)
+        if writer is not None and writer[1] != here:
+            out.append((p, f"process {writer[0]} on {writer[1]}"))
+    return out
 
 
 def remove_stale_partials(path: str | os.PathLike, keep: Path | None = None) -> list[Path]:
@@ -202,6 +237,13 @@ def resume_target(path: str | os.PathLike, readable: Callable[[Path], bool]) -> 
             promote(candidate, path, overwrite=False)
             remove_stale_partials(path)
             return path
+    foreign = foreign_partials(path)
+    if foreign:
+        p, who = foreign[0]
+        raise OutputPathError(
+            f"{path} does not exist yet; {p} was written by {who}: if that run has "
+            f"ended, rename the file to {path.name} and resume it"
+        )
     live = [p for p in _partials(path) if p not in stale]
     if live:
         raise OutputPathError(
@@ -261,7 +303,7 @@ class OutputFile:
         self.path = Path(path)
         self.overwrite = overwrite
         self.temp = None if in_place else self.path.with_name(
-            f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{suffix}"
+            f".{self.path.name}.{writer_tag()}.{uuid.uuid4().hex[:8]}{suffix}"
         )
         self.promoted = in_place
         self._identity: tuple[int, int] | None = None
