@@ -28,6 +28,7 @@ says what the output holds (:func:`describe_output`).
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import sys
@@ -109,6 +110,15 @@ def describe_output(out: Path) -> Callable[[], str]:
 
     def describe() -> str:
         if identity() == before:
+            # a run stopped before its first promotion keeps its frames (frame 0
+            # at least) in its temporary file, which --resume adopts
+            mine = sorted(out.parent.glob(f".{glob.escape(out.name)}.{os.getpid()}@*.partial"))
+            if mine:
+                return (
+                    f"{out} not written yet (an existing file is unchanged); the frames "
+                    f"flushed before the stop are in {mine[0].name}, marked incomplete; "
+                    f"continue with: particles simulate --resume --out {out}"
+                )
             return f"no frame was saved; {out} not written (an existing file is unchanged)"
         return (
             f"{out} holds the frames flushed before the stop, marked incomplete; "

@@ -109,3 +109,21 @@ def test_interrupt_swallowed_in_a_ctypes_callback():
     one_line(err)
     assert elapsed < 2.0
     assert "finished" not in proc.out
+
+
+def test_forced_stop_line_names_the_temporary_file_holding_the_frames(tmp_path):
+    """A run ended at once before its first promotion: its frames are in its
+    temporary file (which --resume adopts), and the line says so, not "no
+    frame was saved"."""
+    from particles_cli.interrupts import describe_output
+
+    out = tmp_path / "run.h5"
+    describe = describe_output(out)
+    assert describe().startswith("no frame was saved")
+    temp = tmp_path / f".run.h5.{os.getpid()}@somehost.0123abcd.partial"
+    temp.write_bytes(b"frames")
+    line = describe()
+    assert temp.name in line and "--resume --out" in line and "no frame was saved" not in line
+    other = tmp_path / f".run.h5.{os.getpid() + 1}@somehost.0123abcd.partial"
+    temp.rename(other)  # another process's temporary file is not this run's
+    assert describe().startswith("no frame was saved")
