@@ -283,6 +283,17 @@ CONFIG_OPTIONS: list[tuple[str, Callable]] = [
             + ", drawn with the seed.",
         ),
     ),
+    (
+        "noise",
+        click.option(
+            "--noise",
+            "noise",
+            type=float,
+            help="Noise amplitude sigma >= 0: Brownian motion on the sphere, "
+            "dX = f dt + sigma P_X o dB (on the circle D = sigma^2/2); needs --integrator "
+            "em or heun (the default with noise), drawn with the seed.",
+        ),
+    ),
     ("tau", click.option("--tau", "tau", type=float,
                          help="Kernel parameter tau of rbf exp(-tau||q-k||^2) and l2 tau||q-k||.")),
     ("gamma", click.option("--gamma", "gamma", type=float,
@@ -370,6 +381,7 @@ _NONE_DEFAULTS = {
     "batch": "none: one system",
     "seed": "fresh entropy",
     "omega": "none: all zero",
+    "integrator": "rk4; heun with --noise",
     "layer_time": "none: one draw",
     "observables": f"pairwise up to n = {PAIRWISE_DEFAULT_MAX_N}, order beyond",
 }

@@ -59,9 +59,11 @@ __all__ = [
     "simulate_angles",
 ]
 
-#: integrators of the angle form: the registry entries that step the flat space.
+#: integrators of the angle form: the deterministic registry entries that step the
+#: flat space (noisy phases run through :func:`particles.simulate` with ``noise``).
 ANGLE_INTEGRATORS: dict[str, str] = {
-    name: entry.description for name, entry in INTEGRATORS.items() if "flat" in entry.spaces
+    name: entry.description for name, entry in INTEGRATORS.items()
+    if "flat" in entry.spaces and not entry.stochastic
 }
 
 

@@ -256,8 +256,11 @@ class SimulationConfig:
         Attention kernel, key of :data:`particles.fields.KERNELS`.
     usa_scale : {"n", "n_exp_beta"}
         USA normalisation: ``1/n`` or ``e^{-beta}/n`` (time change).
-    integrator : str
-        Key of :data:`particles.integrators.INTEGRATORS`.
+    integrator : str, optional
+        Key of :data:`particles.integrators.INTEGRATORS`; None picks ``"rk4"``,
+        or :data:`particles.integrators.NOISE_DEFAULT` (``"heun"``) when
+        ``noise > 0`` (the resolved name is recorded).  With ``noise > 0`` it
+        must be a stochastic stepper (``"em"``, ``"heun"``).
     dt : float
         Step size (initial step for adaptive integrators).
     T : float
@@ -328,6 +331,15 @@ class SimulationConfig:
         (the default), only the last one, or none (observables only; a file
         still holds the latest frame as its resume point, see
         :mod:`particles.io.h5md`).
+    noise : float
+        Noise amplitude ``sigma >= 0``: every token follows
+        ``dX_i = f_i dt + sigma P_{X_i} o dB_i`` (Stratonovich; independent
+        Brownian motions B_i in R^d), i.e. Brownian motion on S^{d-1} with
+        generator ``f . grad + (sigma^2 / 2) Laplacian`` (on the circle
+        ``d theta_i = f_i dt + sigma dW_i``, diffusion coefficient
+        ``D = sigma^2 / 2``).  The noise is drawn from the seed (counter-based,
+        see :mod:`particles.integrators.noise`).  0 (the default): the
+        deterministic flow, bit for bit.
     """
 
     n: int
@@ -336,7 +348,7 @@ class SimulationConfig:
     model: str = "sa"
     kernel: str = "edp"
     usa_scale: str = "n"
-    integrator: str = "rk4"
+    integrator: str | None = None
     dt: float = 0.01
     T: float = 10.0
     save_every: int = 10
@@ -365,12 +377,12 @@ class SimulationConfig:
     weight_draws: str = "shared"
     observables: tuple[str, ...] | None = None
     positions: str = "all"
+    noise: float = 0.0
 
     def __post_init__(self) -> None:
         from particles.fields import KERNELS, MODELS, check_usa_range
         from particles.fields import USA_SCALES as USA
         from particles.fields.weights import QK_WEIGHTS
-        from particles.integrators import INTEGRATORS
         from particles.observables import OBSERVERS, default_observers
 
         set_ = object.__setattr__
@@ -382,7 +394,7 @@ class SimulationConfig:
         _check_choice("model", self.model, tuple(MODELS))
         _check_choice("kernel", self.kernel, tuple(KERNELS))
         _check_choice("usa_scale", self.usa_scale, tuple(USA))
-        _check_choice("integrator", self.integrator, tuple(INTEGRATORS))
+        self._check_noise()
         set_(self, "dt", _check_float("dt", self.dt, minimum=0.0, strict=True))
         set_(self, "T", _check_float("T", self.T, minimum=0.0))
         set_(self, "save_every", _check_int("save_every", self.save_every, 1))
@@ -427,6 +439,22 @@ class SimulationConfig:
             set_(self, "observables", default_observers(self.n, self.d, self.beta))
         else:
             set_(self, "observables", check_names("observables", self.observables, OBSERVERS))
+
+    def _check_noise(self) -> None:
+        """Validate ``noise`` and resolve and validate ``integrator`` with it."""
+        from particles.integrators import INTEGRATORS, NOISE_DEFAULT, stochastic_integrators
+
+        set_ = object.__setattr__
+        set_(self, "noise", _check_float("noise", self.noise, minimum=0.0))
+        if self.integrator is None:
+            set_(self, "integrator", NOISE_DEFAULT if self.noise > 0 else "rk4")
+        _check_choice("integrator", self.integrator, tuple(INTEGRATORS))
+        if self.noise > 0 and not INTEGRATORS[self.integrator].stochastic:
+            why = ("adaptive steps do not apply to an SDE"
+                   if INTEGRATORS[self.integrator].adaptive else "it draws no noise")
+            names = " or ".join(repr(k) for k in stochastic_integrators())
+            _fail("integrator", f"a fixed-step stochastic integrator ({names}) when "
+                  f"noise > 0 ({self.integrator!r}: {why})", self.integrator)
 
     def _check_attention(self) -> None:
         """Validate kernels, weight ensembles, heads, normalisation and layers."""
@@ -568,6 +596,8 @@ class SimulationConfig:
         if out["positions"] == "all":
             # the default is not written: files of earlier versions stay byte-identical
             del out["positions"]
+        if out["noise"] == 0.0:
+            del out["noise"]  # likewise for deterministic runs
         return out
 
     def to_json(self) -> str:

@@ -4,13 +4,20 @@ This is the only module that knows about save points, threading layout,
 progress and observables together.  Python runs once per saved frame; every
 step between two frames runs inside one compiled call for all systems.
 
-Kuramoto under ``rk4`` (:data:`KURAMOTO_ANGLE_INTEGRATORS`) runs on the angle
-form (phases in a flat space, :mod:`particles.fields.angle`); the stored
+Kuramoto under ``rk4``, ``em`` or ``heun`` (:data:`KURAMOTO_ANGLE_INTEGRATORS`)
+runs on the angle form (phases in a flat space, :mod:`particles.fields.angle`); the stored
 frames are ``(cos theta_i, sin theta_i)``.
 
 Randomness: ``numpy.random.SeedSequence(seed)`` is split into three children,
 ``(initial positions, random weights, noise)``, so adding a random component
 never changes the initial condition drawn for a seed.
+
+Noise (``config.noise = sigma > 0``): the stochastic steppers read ``sigma``
+from the last entry of the parameter tuple, which the engine appends (to
+every layer's parameters too); their normals are addressed by the system's
+key (:func:`particles.seeds.noise_key`) and the global step counter, so the
+bits depend neither on threads nor on the batch split, and a resumed run
+continues the same Brownian path.
 """
 
 from __future__ import annotations
@@ -58,8 +65,9 @@ _THREADPOOLS: ThreadpoolController | None = None
 #: >> 1`` inflates its stage vectors and, through the O(n) mean field, every
 #: oscillator's drift.  On the phases RK4 integrates the constant ``omega_i``
 #: exactly.  (Euler and geodesic steps stay on the circle; dopri5 controls
-#: its error.)
-KURAMOTO_ANGLE_INTEGRATORS = frozenset({"rk4"})
+#: its error.)  The stochastic steppers run on the phases too: the noise is then
+#: additive, ``d theta_i = f_i dt + sigma dW_i``, and they gain a strong order.
+KURAMOTO_ANGLE_INTEGRATORS = frozenset({"rk4", "em", "heun"})
 
 #: a fixed step is too large when ``dt`` times a speed bound exceeds this (rad).
 STEP_LIMIT = 0.5
@@ -233,6 +241,17 @@ def iter_frames(
         drift, wsize = angle_drift("kuramoto", layout == "rows"), angle_workspace(config.n)
         state = np.empty((B, config.n, 1))
         state[..., 0] = np.arctan2(X[..., 1], X[..., 0])
+    layer_params = field.layer_params
+    if integrator.stochastic:
+        # the stochastic steppers read sigma from the last parameter
+        sigma = float(config.noise)
+        params = (*params, sigma)
+        if layer_params is not None:
+            inner = layer_params
+
+            def layer_params(layer: int) -> tuple:
+                return (*inner(layer), sigma)
+
     if not integrator.adaptive:
         hint = (", use usa_scale='n_exp_beta' (--usa-scale n_exp_beta)"
                 if config.model == "usa" else "")
@@ -242,7 +261,7 @@ def iter_frames(
         check_step_size(field.speed, config.dt, config.integrator, hint=hint, stacklevel=4,
                         rates=rates, stages_leave_sphere=(
                             config.integrator == "rk4" and config.model == "kuramoto"
-                            and not angles))
+                            and not angles), suggest_adaptive=not integrator.stochastic)
         runner = fixed_runner(config.integrator, drift, layout, select,
                               space="flat" if angles else "sphere")
         stats = hs = None
@@ -273,7 +292,7 @@ def iter_frames(
         state, times, runner, adaptive=integrator.adaptive, dt=config.dt,
         max_steps=config.max_steps, params=params, wsize=wsize, keys=keys,
         rtol=config.rtol, atol=config.atol, stats=stats, hs=hs,
-        layer_time=config.layer_time, layer_params=field.layer_params,
+        layer_time=config.layer_time, layer_params=layer_params,
         guard=lambda: _blas_guard(field, layout), start=start, step=start_step,
         state="phases" if angles else "positions", hint=_failure_hint(config),
     ):
@@ -288,7 +307,7 @@ def iter_frames(
 
 def check_step_size(rate: float | None, dt: float, integrator: str, *, moving: str = "tokens",
                     hint: str = "", stacklevel: int = 2, rates: np.ndarray | None = None,
-                    stages_leave_sphere: bool = False) -> None:
+                    stages_leave_sphere: bool = False, suggest_adaptive: bool = True) -> None:
     """Warn (:class:`StepSizeWarning`) when a fixed step ``dt`` times the speed
     bound ``rate`` exceeds :data:`STEP_LIMIT` (0.5 rad; None: unknown bound,
     no warning).
@@ -321,6 +340,8 @@ def check_step_size(rate: float | None, dt: float, integrator: str, *, moving: s
         Per-token speed bounds (Kuramoto: ``|c| + |omega_i|``).
     stages_leave_sphere : bool
         See above.
+    suggest_adaptive : bool
+        Whether the message suggests ``integrator='dopri5'`` (not for SDEs).
     """
     if rate is None or not dt * rate > STEP_LIMIT:
         return
@@ -343,8 +364,8 @@ def check_step_size(rate: float | None, dt: float, integrator: str, *, moving: s
                    f"mean field the others feel")
     warnings.warn(
         f"dt * (speed bound {rate:.3g}) = {dt * rate:.3g} > {STEP_LIMIT}: the fixed step "
-        f"{integrator!r} will be inaccurate ({who}); reduce dt{hint} or use "
-        f"integrator='dopri5'",
+        f"{integrator!r} will be inaccurate ({who}); reduce dt{hint}"
+        + (" or use integrator='dopri5'" if suggest_adaptive else ""),
         StepSizeWarning,
         stacklevel=stacklevel + 1,
     )
@@ -365,6 +386,9 @@ def _failure_hint(config: SimulationConfig) -> str:
     fixes = ["a smaller --dt (dt=)"]
     if usa:
         fixes.append(scale)
+    if INTEGRATORS[config.integrator].stochastic:
+        return ("use " + " or ".join(fixes)
+                + " (resuming repeats the same steps: the noise is part of the seed)")
     fixes.append("--integrator dopri5 (integrator='dopri5')")
     return ("use " + ", ".join(fixes[:-1]) + " or " + fixes[-1]
             + " (resuming repeats the same steps)")
@@ -550,7 +574,7 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(SimulationConfig))
 _OTHER_FIELDS = _FIELDS - {
     "n", "d", "beta", "model", "kernel", "usa_scale", "integrator", "dt", "T", "save_every",
     "save_times", "batch", "seed", "init", "Q", "K", "V", "masses", "rtol", "atol",
-    "max_steps", "coupling", "omega",
+    "max_steps", "coupling", "omega", "noise",
 }
 
 
@@ -562,7 +586,7 @@ def simulate(
     model: str = "sa",
     kernel: str = "edp",
     usa_scale: str = "n",
-    integrator: str = "rk4",
+    integrator: str | None = None,
     dt: float = 0.01,
     T: float = 10.0,
     save_every: int = 10,
@@ -581,6 +605,7 @@ def simulate(
     progress: bool = False,
     coupling: float = 1.0,
     omega=None,
+    noise: float = 0.0,
     **attention: Any,
 ) -> Trajectory:
     """Simulate attention dynamics of ``n`` tokens on S^{d-1}.
@@ -592,7 +617,8 @@ def simulate(
     beta : float
         Inverse temperature.
     model, kernel, usa_scale, integrator : str
-        Names from the registries (see :class:`~particles.config.SimulationConfig`).
+        Names from the registries (see :class:`~particles.config.SimulationConfig`);
+        ``integrator=None`` is ``"rk4"``, or ``"heun"`` with ``noise > 0``.
     dt, T : float
         Step size (initial step when adaptive) and final time.
     save_every : int
@@ -620,6 +646,10 @@ def simulate(
         distribution ``"lorentzian:WIDTH"``, ``"gaussian:WIDTH"``,
         ``"uniform:WIDTH"`` (optionally ``:CENTER``), drawn with the seed, or
         ``n`` numbers.
+    noise : float
+        Noise amplitude ``sigma >= 0``: Brownian motion on the sphere,
+        ``dX_i = f_i dt + sigma P_{X_i} o dB_i`` (needs a stochastic
+        integrator, ``"em"`` or ``"heun"``; 0: deterministic, bit for bit).
     **attention
         Further configuration fields: ``tau``, ``gamma``, ``weights``,
         ``value_weights``, ``heads``, ``normalization``, ``sinkhorn_iters``,
@@ -646,6 +676,6 @@ def simulate(
         batch=batch, seed=seed, init="array" if x0 is not None else init,
         Q="identity" if Q is None else Q, K="identity" if K is None else K,
         V="identity" if V is None else V, masses=masses, rtol=rtol, atol=atol,
-        max_steps=max_steps, coupling=coupling, omega=omega, **attention,
+        max_steps=max_steps, coupling=coupling, omega=omega, noise=noise, **attention,
     )
     return run(config, x0, progress=progress)

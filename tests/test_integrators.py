@@ -45,6 +45,9 @@ STEPS = {
     "geodesic": [0.04, 0.02, 0.01, 0.005],
     "rk4": [0.2, 0.1, 0.05, 0.025],
     "dopri5": [0.1, 0.05, 0.025, 0.0125],
+    # the stochastic steppers with noise 0: their deterministic orders
+    "em": [0.02, 0.01, 0.005, 0.0025],
+    "heun": [0.04, 0.02, 0.01, 0.005],
 }
 
 
@@ -56,6 +59,8 @@ def _fixed_steps(integrator, drift, X0, p, h, T):
     S = np.empty((INTEGRATORS[integrator].stages, n, d))
     ws = np.empty(64 + 4 * n * d)
     nsteps = round(T / h)
+    if INTEGRATORS[integrator].stochastic:
+        p = (*p, 0.0)  # sigma = 0, the last parameter of a stochastic stepper
     for _ in range(nsteps):
         step(X, 0.0, T / nsteps, p, ws, S, NO_KEY, 0)
     return X

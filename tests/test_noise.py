@@ -85,7 +85,9 @@ def test_normals_moments_and_normality():
 def test_registry_declares_orders_and_spaces():
     for integrator in INTEGRATORS.values():
         assert integrator.order >= 1
-        assert integrator.strong_order is None and not integrator.stochastic
+        # issue 13 registered the stochastic steppers em and heun (tests/test_sde.py)
+        assert (integrator.strong_order is None) == (not integrator.stochastic)
+        assert integrator.stochastic == (integrator.name in ("em", "heun"))
         assert integrator.spaces and set(integrator.spaces) <= set(SPACES)
         assert "sphere" in integrator.spaces
     assert "flat" in INTEGRATORS["rk4"].spaces and "flat" in INTEGRATORS["dopri5"].spaces

@@ -37,10 +37,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from particles.integrators import dopri5, euler, geodesic, rk4
+from particles.integrators import dopri5, em, euler, geodesic, heun, rk4
 from particles.integrators._rows import SPACES
 
-__all__ = ["INTEGRATORS", "SPACES", "Integrator"]
+__all__ = ["INTEGRATORS", "NOISE_DEFAULT", "SPACES", "Integrator", "stochastic_integrators"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,11 @@ class Integrator:
         """Whether steps draw noise (from the key and counter they receive)."""
         return self.module.STRONG_ORDER is not None
 
+    def strong_order_in(self, space: str) -> float | None:
+        """Declared strong order in ``space`` (``STRONG_ORDERS`` where the module
+        gives one per space: additive noise on the angle form does better)."""
+        return getattr(self.module, "STRONG_ORDERS", {}).get(space, self.module.STRONG_ORDER)
+
     @property
     def spaces(self) -> tuple[str, ...]:
         """The spaces the integrator works in (a subset of :data:`SPACES`)."""
@@ -87,5 +92,18 @@ INTEGRATORS: dict[str, Integrator] = {
         Integrator("geodesic", geodesic, "exponential-map midpoint on great circles, order 2"),
         Integrator("dopri5", dopri5, "adaptive Dormand-Prince 5(4), rtol/atol control",
                    adaptive=True),
+        Integrator("em", em, "geodesic Euler-Maruyama for noise > 0, strong order 1/2 "
+                   "(1 on the circle's angles)"),
+        Integrator("heun", heun, "stochastic Heun on great circles, the default with noise "
+                   "> 0: strong order 1/2 (1 on the circle's angles), order 2 without noise"),
     )
 }
+
+
+#: the integrator of a run with ``noise > 0`` that names none.
+NOISE_DEFAULT = "heun"
+
+
+def stochastic_integrators() -> tuple[str, ...]:
+    """Names of the registered stochastic steppers (those that take ``noise > 0``)."""
+    return tuple(k for k, v in INTEGRATORS.items() if v.stochastic)

@@ -60,3 +60,20 @@ def copy_rows(src, dst):
     for i in range(src.shape[0]):
         for a in range(src.shape[1]):
             dst[i, a] = src[i, a]
+
+
+@jit
+def tangent_increment(X, h, F, dW, out):
+    """``out_i = h F_i + P_{x_i} dW_i`` (F tangent at x_i); shapes (n, d).
+
+    The increment of one stochastic step on the sphere: the drift part
+    ``h F`` plus the Brownian increment projected on the tangent space.
+    ``out`` may alias F.
+    """
+    n, d = X.shape
+    for i in range(n):
+        s = 0.0
+        for a in range(d):
+            s += X[i, a] * dW[i, a]
+        for a in range(d):
+            out[i, a] = h * F[i, a] + dW[i, a] - s * X[i, a]

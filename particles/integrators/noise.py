@@ -192,3 +192,16 @@ NO_KEY = np.zeros(2, dtype=np.uint64)
 def no_keys(batch: int) -> np.ndarray:
     """Keys of ``batch`` systems that draw no noise, shape (batch, 2) uint64."""
     return np.zeros((batch, 2), dtype=np.uint64)
+
+
+@jit
+def brownian_increment(key, counter, sigma, h, out):
+    """``sigma`` times the Brownian increment of step ``counter`` over a step ``h``:
+    ``out = sigma sqrt(h) xi`` with ``xi`` the normals of :func:`fill_normals`
+    (stream 0), shape (n, d)."""
+    fill_normals(key, counter, 0, out)
+    c = sigma * np.sqrt(h)
+    n, d = out.shape
+    for i in range(n):
+        for a in range(d):
+            out[i, a] *= c

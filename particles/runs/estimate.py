@@ -34,7 +34,7 @@ STATE_COPIES = 12
 #: seconds per (token pair x dimension x head x stage) on one core, roughly.
 SECONDS_PER_PAIR_OP = 2e-9
 #: stages per step of the integrators (adaptive ones counted at their own stages).
-STAGES = {"euler": 1, "rk4": 4, "dopri5": 7}
+STAGES = {"euler": 1, "rk4": 4, "dopri5": 7, "em": 1, "heun": 2}
 #: bytes one stored float takes in memory as a Python float inside a tuple.
 PY_FLOAT = 32
 #: a process needs this much beyond its arrays (interpreter, Numba, h5py).
