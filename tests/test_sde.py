@@ -11,6 +11,7 @@ import numba
 import numpy as np
 import pytest
 from clitools import invoke, ok, usage_error
+from test_integrators import linear_drift as linear_rows  # y_i = A x_i
 
 import particles
 from particles._numba import jit
@@ -25,19 +26,6 @@ from particles.runs import run_to_file
 from particles.seeds import noise_key, noise_keys
 
 SDE = ("em", "heun")
-
-
-@jit
-def linear_rows(X, p, out, ws):
-    """y_i = A x_i: tangent-projected on the sphere a nonlinear field."""
-    A = p[0]
-    n, d = X.shape
-    for i in range(n):
-        for a in range(d):
-            s = 0.0
-            for b in range(d):
-                s += A[a, b] * X[i, b]
-            out[i, a] = s
 
 
 @jit

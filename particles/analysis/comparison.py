@@ -70,14 +70,14 @@ class ModelSummary:
         return "spread" if self.spread else str(self.clusters)
 
 
-def min_inner_product(x: np.ndarray, chunk: int = 512) -> float:
+def min_inner_product(x: np.ndarray, chunk: int | None = None) -> float:
     """``min_{i, j} <x_i, x_j>`` of one system, in row blocks (no n-by-n matrix).
 
     Parameters
     ----------
     x : ndarray, shape (n, d)
-    chunk : int
-        Rows per block.
+    chunk : int, optional
+        Rows per block (default: blocks of about 32 MiB, at most 512 rows).
 
     Returns
     -------
@@ -85,10 +85,37 @@ def min_inner_product(x: np.ndarray, chunk: int = 512) -> float:
         1.0 for a single token.
     """
     x = np.asarray(x, dtype=np.float64)
+    if chunk is None:
+        chunk = max(1, min(512, 2**22 // max(1, x.shape[0])))
     out = 1.0
     for a in range(0, x.shape[0], chunk):
         out = min(out, float((x[a : a + chunk] @ x.T).min()))
     return out
+
+
+def is_spread(clusters: int, x: np.ndarray, observed_min: float | None = None) -> bool:
+    """Whether one eps-linked component spans more than 90 degrees (a spread
+    population, not a cluster): ``clusters == 1`` and some ``<x_i, x_j> < 0``.
+
+    Parameters
+    ----------
+    clusters : int
+        The cluster count of ``x``.
+    x : ndarray, shape (n, d)
+        The positions.
+    observed_min : float, optional
+        The recorded ``min_inner_product`` observable of ``x``, used instead
+        of computing it again.
+    """
+    if clusters != 1:
+        return False
+    if observed_min is not None:
+        return bool(observed_min < 0)
+    return min_inner_product(x) < 0
+
+
+def _last(values: np.ndarray | None) -> float | None:
+    return None if values is None or not len(values) else float(values[-1])
 
 
 @dataclass(frozen=True)
@@ -151,7 +178,7 @@ class ComparisonResult:
                     clusters=k,
                     energy_normalized=float(t.observables["energy_normalized"][-1]),
                     complete=t.complete,
-                    spread=bool(k == 1 and min_inner_product(t.final) < 0),
+                    spread=is_spread(k, t.final, _last(t.observables.get("min_inner_product"))),
                 )
             )
         return tuple(out)

@@ -27,7 +27,7 @@ from functools import cache
 
 from particles._numba import kernel_key, specialize
 from particles.integrators._rows import space_field, tangent_increment
-from particles.integrators.noise import brownian_increment
+from particles.integrators.noise import make_noisy_step
 from particles.sphere.rows import exp_map_rows
 
 ORDER = 1
@@ -55,12 +55,6 @@ def _advance(X, t, h, p, ws, S, dW):
                 X[i, a] += h * f[i, a] + dW[i, a]
 
 
-def _step(X, t, h, p, ws, S, key, counter):
-    dW = S[1]
-    brownian_increment(key, counter, p[-1], h, dW)
-    advance(X, t, h, p[:-1], ws, S, dW)
-
-
 @cache
 def make_increment_step(drift, space: str = "sphere"):
     """Compile ``advance(X, t, h, p, ws, S, dW)``: one step driven by a given
@@ -73,5 +67,5 @@ def make_increment_step(drift, space: str = "sphere"):
 def make_step(drift, space: str = "sphere"):
     """Compile ``step(X, t, h, p, ws, S, key, counter)``; X (n, d) in place, S (2, n, d)
     scratch, ``p[-1]`` the noise amplitude sigma."""
-    return specialize(_step, f"em_{kernel_key(drift)}_{space}",
-                      advance=make_increment_step(drift, space))
+    return make_noisy_step(f"em_{kernel_key(drift)}_{space}",
+                           make_increment_step(drift, space))

@@ -29,7 +29,7 @@ from functools import cache
 
 from particles._numba import kernel_key, specialize
 from particles.integrators._rows import space_field, tangent_increment
-from particles.integrators.noise import brownian_increment
+from particles.integrators.noise import make_noisy_step
 from particles.sphere.rows import exp_map_rows, project_rows
 
 ORDER = 2
@@ -68,12 +68,6 @@ def _advance(X, t, h, p, ws, S, dW):
                 X[i, a] += 0.5 * h * (v1[i, a] + v2[i, a]) + dW[i, a]
 
 
-def _step(X, t, h, p, ws, S, key, counter):
-    dW = S[3]
-    brownian_increment(key, counter, p[-1], h, dW)
-    advance(X, t, h, p[:-1], ws, S, dW)
-
-
 @cache
 def make_increment_step(drift, space: str = "sphere"):
     """Compile ``advance(X, t, h, p, ws, S, dW)``: one step driven by a given
@@ -86,5 +80,5 @@ def make_increment_step(drift, space: str = "sphere"):
 def make_step(drift, space: str = "sphere"):
     """Compile ``step(X, t, h, p, ws, S, key, counter)``; X (n, d) in place, S (4, n, d)
     scratch, ``p[-1]`` the noise amplitude sigma."""
-    return specialize(_step, f"heun_{kernel_key(drift)}_{space}",
-                      advance=make_increment_step(drift, space))
+    return make_noisy_step(f"heun_{kernel_key(drift)}_{space}",
+                           make_increment_step(drift, space))

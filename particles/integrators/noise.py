@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._numba import jit
+from particles._numba import jit, specialize
 
 # Philox-4x64 multipliers and Weyl key increments (Random123, philox.h).
 _M0 = np.uint64(0xD2E7470EE14C6C93)
@@ -205,3 +205,24 @@ def brownian_increment(key, counter, sigma, h, out):
     for i in range(n):
         for a in range(d):
             out[i, a] *= c
+
+
+# ------------------------------------------------- the step of a stochastic integrator
+advance = None  # bound per scheme by make_noisy_step
+
+
+def _noisy_step(X, t, h, p, ws, S, key, counter):
+    """One stochastic step: the Brownian increment of step ``counter`` (scaled
+    by ``sigma = p[-1]``) into the last scratch slot, then the scheme's
+    ``advance`` with the drift's parameters ``p[:-1]``."""
+    dW = S[S.shape[0] - 1]
+    brownian_increment(key, counter, p[-1], h, dW)
+    advance(X, t, h, p[:-1], ws, S, dW)
+
+
+def make_noisy_step(name: str, increment_step):
+    """Compile ``step(X, t, h, p, ws, S, key, counter)`` around a scheme's
+    ``advance(X, t, h, p, ws, S, dW)`` (driven by a given increment, whose
+    slot is the last of ``S``); ``p[-1]`` is the noise amplitude sigma."""
+    return specialize(_noisy_step, name, advance=increment_step)
+

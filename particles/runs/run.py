@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from particles.analysis import DEFAULT_EPS, count_clusters
-from particles.analysis.comparison import min_inner_product
+from particles.analysis.comparison import is_spread
 from particles.config import SimulationConfig
 from particles.engine import initial_positions, iter_frames
 from particles.errors import (
@@ -115,8 +115,10 @@ class RunResult(RunSummary):
         """
         counts = np.atleast_1d(self.cluster_count(eps))
         systems = self.final.reshape(-1, self.config.n, self.config.d)
-        out = np.array([k == 1 and min_inner_product(x) < 0
-                        for k, x in zip(counts, systems, strict=True)])
+        observed = self.final_observables.get("min_inner_product")  # recorded: not again
+        observed = [None] * len(counts) if observed is None else np.atleast_1d(observed)
+        out = np.array([is_spread(int(k), x, m)
+                        for k, x, m in zip(counts, systems, observed, strict=True)])
         return bool(out[0]) if self.config.batch is None else out
 
 
