@@ -1,0 +1,99 @@
+"""Particles against the mean-field theory on the circle (issue 13, validation).
+
+- Deterministic particles: equispaced tokens plus a small mode-k perturbation grow
+  at the linear rate ``growth_rate(k, beta, model)`` (USA and SA, angle form and the
+  embedded d = 2 form).
+- Noisy particles (``noise=sigma``, ``D = sigma^2 / 2``): the uniform state is
+  stable above ``critical_noise`` (the mode-1 amplitude stays at the ``1/sqrt(n)``
+  level predicted by linear fluctuation theory) and unstable below (it grows to O(1)).
+"""
+
+import numpy as np
+import pytest
+
+import particles
+from particles.circle import simulate_angles
+from particles.meanfield import critical_noise, growth_rate
+
+TWO_PI = 2 * np.pi
+
+
+def perturbed_tokens(n, k, eps):
+    """Angles of n tokens whose density is ``(1 + eps cos(k theta)) / (2 pi)`` to O(eps^2).
+
+    Equispaced labels ``phi_j`` moved by the inverse of the perturbed distribution:
+    ``theta = phi - (eps/k) sin(k phi)``.
+    """
+    phi = TWO_PI * np.arange(n) / n
+    return phi - (eps / k) * np.sin(k * phi)
+
+
+def mode_amplitude(theta, k):
+    """``|mean_j exp(i k theta_j)|`` along the last axis (``eps/2`` at t = 0)."""
+    return np.abs(np.exp(1j * k * theta).mean(axis=-1))
+
+
+def measured_rate(times, amplitude):
+    """Slope of ``log amplitude`` against time (least squares)."""
+    return np.polyfit(times, np.log(amplitude), 1)[0]
+
+
+@pytest.mark.parametrize("model", ["usa", "sa"])
+def test_mode_growth_rate_angle_form(model):
+    n, beta, eps = 256, 2.0, 1e-4
+    for k in (1, 2, 3):
+        lam = float(growth_rate(k, beta, model))
+        T = round(np.log(100.0) / lam, 1)  # the amplitude grows a hundredfold: still linear
+        tr = simulate_angles(perturbed_tokens(n, k, eps), model=model, beta=beta,
+                             integrator="rk4", dt=0.01, T=T, save_every=10)
+        a = mode_amplitude(tr.theta, k)
+        assert a[0] == pytest.approx(eps / 2, rel=1e-6)
+        assert a[-1] > 50 * a[0]
+        # the issue asks for a few percent; equispaced tokens are a spectrally
+        # accurate quadrature, so the particle rate matches to far better than that
+        assert measured_rate(tr.times, a) == pytest.approx(lam, rel=1e-3)
+
+
+def test_mode_growth_rate_embedded_form():
+    """The same through particles.simulate on S^1 in R^2 (USA, the fastest mode at beta = 2)."""
+    n, beta, eps, k = 128, 2.0, 1e-4, 2
+    lam = float(growth_rate(k, beta, "usa"))
+    theta0 = perturbed_tokens(n, k, eps)
+    x0 = np.stack([np.cos(theta0), np.sin(theta0)], axis=1)
+    tr = particles.simulate(n, 2, beta, model="usa", integrator="rk4", x0=x0, dt=0.01,
+                            T=round(np.log(100.0) / lam, 1), save_every=10, seed=1)
+    X = tr.positions
+    a = mode_amplitude(np.arctan2(X[..., 1], X[..., 0]), k)
+    assert a[-1] > 50 * a[0]
+    assert measured_rate(tr.times, a) == pytest.approx(lam, rel=1e-3)
+
+
+def _noisy_mode_one(model, beta, n, sigma, batch, T, seed):
+    """Mode-1 amplitudes r = |mean_i x_i|, shape (frames, batch), from equispaced tokens."""
+    phi = TWO_PI * np.arange(n) / n
+    x0 = np.broadcast_to(np.stack([np.cos(phi), np.sin(phi)], axis=1), (batch, n, 2)).copy()
+    tr = particles.simulate(n, 2, beta, model=model, x0=x0, batch=batch, noise=sigma,
+                            dt=0.02, T=T, save_every=50, seed=seed)
+    return tr.times, np.linalg.norm(tr.positions.mean(axis=-2), axis=-1)
+
+
+@pytest.mark.parametrize("model", ["usa", pytest.param("sa", marks=pytest.mark.slow)])
+def test_noise_threshold(model):
+    """Above sigma_c: n E r^2 = D / (D - D_c) (stationary Ornstein-Uhlenbeck mode);
+    below: r grows at rate D_c - D to an O(1) cluster."""
+    beta, n = 1.0, 400
+    sc = critical_noise(beta, model)
+    # above: the stationary level of the linearised fluctuations, 1.8 at sigma = 1.5 sigma_c
+    # (1 without interaction); this estimate from ~90 independent samples has a
+    # spread of about 10% (1.5 to 2.1 over seeds with 32 systems)
+    times, r = _noisy_mode_one(model, beta, n, 1.5 * sc, batch=16, T=14.0, seed=21)
+    late = r[times >= 4.0]
+    level = n * np.mean(late**2)
+    assert level == pytest.approx(1.0 / (1.0 - 1.5**-2), rel=0.33)
+    assert np.max(late) < 6.0 / np.sqrt(n)
+    # below: every system leaves the noise level and clusters
+    D, Dc = 0.5 * (0.5 * sc) ** 2, 0.5 * sc**2
+    T = round(5.0 / (Dc - D), 0)  # e^5 times the noise level, then saturation
+    times, r = _noisy_mode_one(model, beta, n, 0.5 * sc, batch=4, T=T, seed=12)
+    assert np.all(r[-1] > 0.5)
+    assert np.all(r[-1] > 10.0 / np.sqrt(n))
