@@ -11,6 +11,8 @@ from scipy.optimize import linprog
 from scipy.stats import wasserstein_distance
 
 from particles.meanfield.wasserstein import (
+    quantile_angles,
+    sample_density,
     w1_circle_densities,
     w1_circle_density,
     w1_circle_samples,
@@ -142,12 +144,47 @@ def test_empirical_measure_converges_at_rate_one_over_sqrt_n():
             lo = np.concatenate([[0.0], cdf])[j]
             x = (j - 0.5 + (u - lo) / (cdf[j] - lo)) * TWO_PI / M
             vals.append(w1_circle_density(x, rho))
+            vals.append(w1_circle_density(sample_density(rho, n, rng), rho))
         means.append(np.mean(vals))
     slope = np.polyfit(np.log(ns), np.log(means), 1)[0]
     assert -0.6 < slope < -0.4
 
 
+def test_sampling_follows_the_cells():
+    rng = np.random.default_rng(5)
+    M, n = 16, 200_000
+    rho = rng.uniform(0, 1, M)
+    rho[3] = 0.0  # an empty cell gets no sample
+    x = sample_density(rho, n, rng)
+    assert x.shape == (n,) and x.min() >= -np.pi / M and x.max() < TWO_PI - np.pi / M
+    counts = np.bincount(np.floor(x * M / TWO_PI + 0.5).astype(int) % M, minlength=M)
+    p = rho / rho.sum()
+    assert counts[3] == 0
+    chi2 = np.sum((counts - n * p)[p > 0] ** 2 / (n * p[p > 0]))
+    assert chi2 < 40  # 14 degrees of freedom: far in the tail
+    # uniform within a cell: the mean offset from the centre is 0
+    off = np.mod(x + np.pi / M, TWO_PI / M) - np.pi / M
+    assert abs(off.mean()) < 5 * (TWO_PI / M) / np.sqrt(12 * n)
+
+
+def test_quantile_tokens_are_at_distance_pi_over_2n():
+    for n in (1, 10, 333):
+        assert w1_circle_density(quantile_angles(np.ones(64), n), np.ones(64)) == pytest.approx(
+            np.pi / (2 * n), rel=1e-12)
+    M = 512
+    theta = np.arange(M) * TWO_PI / M
+    rho = np.exp(np.cos(theta) + 0.5 * np.sin(3 * theta))
+    for n in (100, 1000):
+        x = quantile_angles(rho, n)
+        assert np.all(np.diff(x) > 0)
+        assert w1_circle_density(x, rho) == pytest.approx(np.pi / (2 * n), rel=5.0 / n)
+
+
 def test_bad_input():
+    with pytest.raises(ValueError, match="n must be an integer >= 1"):
+        sample_density(np.ones(4), 0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="rho must be >= 0"):
+        quantile_angles([1.0, -0.1, 1.0, 1.0], 3)
     with pytest.raises(ValueError, match="theta_a must be"):
         w1_circle_samples([], [1.0])
     with pytest.raises(ValueError, match="theta_b must be finite"):
