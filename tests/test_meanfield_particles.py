@@ -6,14 +6,24 @@
 - Noisy particles (``noise=sigma``, ``D = sigma^2 / 2``): the uniform state is
   stable above ``critical_noise`` (the mode-1 amplitude stays at the ``1/sqrt(n)``
   level predicted by linear fluctuation theory) and unstable below (it grows to O(1)).
+- Particles against the PDE (:func:`particles.meanfield.solve`) in exact circle W1:
+  quantile tokens stay at ``W1 = pi / (2 n)`` from the PDE density over time (USA
+  and SA), i.i.d. tokens at ``~ n^{-1/2}`` (log-log slope about -1/2; the same
+  pipeline as figures/meanfield_w1.py, whose ``--quick`` mode runs here).
 """
+
+import functools
+import importlib.util
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import particles
 from particles.circle import simulate_angles
-from particles.meanfield import critical_noise, growth_rate
+from particles.meanfield import MeanFieldConfig, critical_noise, growth_rate, solve
+from particles.meanfield.wasserstein import quantile_angles, w1_circle_density
 
 TWO_PI = 2 * np.pi
 
@@ -73,7 +83,7 @@ def _noisy_mode_one(model, beta, n, sigma, batch, T, seed):
     phi = TWO_PI * np.arange(n) / n
     x0 = np.broadcast_to(np.stack([np.cos(phi), np.sin(phi)], axis=1), (batch, n, 2)).copy()
     tr = particles.simulate(n, 2, beta, model=model, x0=x0, batch=batch, noise=sigma,
-                            dt=0.02, T=T, save_every=50, seed=seed)
+                            dt=0.04, T=T, save_every=25, seed=seed)
     return tr.times, np.linalg.norm(tr.positions.mean(axis=-2), axis=-1)
 
 
@@ -81,7 +91,7 @@ def _noisy_mode_one(model, beta, n, sigma, batch, T, seed):
 def test_noise_threshold(model):
     """Above sigma_c: n E r^2 = D / (D - D_c) (stationary Ornstein-Uhlenbeck mode);
     below: r grows at rate D_c - D to an O(1) cluster."""
-    beta, n = 1.0, 400
+    beta, n = 1.0, 200
     sc = critical_noise(beta, model)
     # above: the stationary level of the linearised fluctuations, 1.8 at sigma = 1.5 sigma_c
     # (1 without interaction); this estimate from ~90 independent samples has a
@@ -97,3 +107,52 @@ def test_noise_threshold(model):
     times, r = _noisy_mode_one(model, beta, n, 0.5 * sc, batch=4, T=T, seed=12)
     assert np.all(r[-1] > 0.5)
     assert np.all(r[-1] > 10.0 / np.sqrt(n))
+
+
+@functools.cache
+def _figure_module():
+    """figures/meanfield_w1.py as a module (registered: it defines a dataclass)."""
+    path = Path(__file__).resolve().parents[1] / "figures" / "meanfield_w1.py"
+    spec = importlib.util.spec_from_file_location("meanfield_w1_figure", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("model", ["usa", "sa"])
+def test_quantile_tokens_track_the_pde(model):
+    """Deterministic quantile tokens of rho0 stay quantiles of the PDE density rho(t):
+    W1 stays pi/(2n) (its value at t = 0) while the density sharpens into clusters
+    (USA: the peak grows twentyfold; 2048 cells keep the cells finer than the token
+    spacing there, which the pi/(2n) law needs)."""
+    beta, n = 2.0, 1000
+    pde = solve(MeanFieldConfig(model=model, beta=beta, modes=2048, T=1.5, save_every=0.5,
+                                init="modes:k=2,eps=0.5"))
+    assert pde.rho[-1].max() > 1.5 * pde.rho[0].max()
+    # serial kernels: the ones the other tests here compiled already
+    tr = simulate_angles(quantile_angles(pde.rho[0], n), model=model, beta=beta,
+                         integrator="rk4", dt=0.05, T=1.5, save_times=pde.times, parallel=False)
+    w1 = np.array([w1_circle_density(tr.theta[f], pde.rho[f]) for f in range(pde.times.size)])
+    assert w1 == pytest.approx(np.pi / (2 * n), rel=1e-3)
+    # a wrong model moves the tokens far from the density
+    other = simulate_angles(tr.theta[0], model="sa" if model == "usa" else "usa", beta=beta,
+                            integrator="rk4", dt=0.05, T=1.5, save_times=pde.times,
+                            parallel=False)
+    assert w1_circle_density(other.theta[-1], pde.rho[-1]) > 10 * np.pi / (2 * n)
+
+
+def test_w1_of_iid_tokens_shrinks_like_one_over_sqrt_n():
+    exp = _figure_module().w1_experiment(ns=(25, 100, 400), draws=(16, 16, 16), modes=512,
+                                         T=1.0, save_every=0.5)
+    assert exp.mean.shape == (3, 3)
+    assert np.all(np.diff(exp.mean, axis=0) < 0)  # smaller at every time for larger n
+    for frame in (None, 0, -1):
+        assert -0.7 < exp.slope(frame) < -0.3
+
+
+def test_figure_quick(tmp_path, capsys):
+    out = tmp_path / "w1.png"
+    assert _figure_module().main(["--quick", "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "slope of log W1 against log n" in capsys.readouterr().out

@@ -51,7 +51,8 @@ def test_closed_forms():
     # a point against the uniform density: the mean arc length to a point, pi/2, on any grid
     for M in (1, 2, 7, 64):
         assert w1_circle_density([0.3], np.ones(M)) == pytest.approx(np.pi / 2, rel=1e-13)
-        assert w1_circle_density([-0.3, -0.3 + 4 * np.pi], np.full(M, 5.0)) == pytest.approx(np.pi / 2)
+        two_turns = [-0.3, -0.3 + 4 * np.pi]  # one point, twice
+        assert w1_circle_density(two_turns, np.full(M, 5.0)) == pytest.approx(np.pi / 2)
     # uniform against uniform on two different grids, and a density against itself
     assert w1_circle_densities(np.ones(8), np.ones(9)) == pytest.approx(0.0, abs=1e-14)
     rho = np.random.default_rng(0).uniform(0.1, 1, 32)
