@@ -9,7 +9,8 @@
 - Particles against the PDE (:func:`particles.meanfield.solve`) in exact circle W1:
   quantile tokens stay at ``W1 = pi / (2 n)`` from the PDE density over time (USA
   and SA), i.i.d. tokens at ``~ n^{-1/2}`` (log-log slope about -1/2; the same
-  pipeline as figures/meanfield_w1.py, whose ``--quick`` mode runs here).
+  pipeline as figures/meanfield_w1.py, whose ``--quick`` mode runs here); noisy
+  particles follow the PDE with ``D = sigma^2 / 2`` (and not ``sigma^2``).
 """
 
 import functools
@@ -23,7 +24,7 @@ import pytest
 import particles
 from particles.circle import simulate_angles
 from particles.meanfield import MeanFieldConfig, critical_noise, growth_rate, solve
-from particles.meanfield.wasserstein import quantile_angles, w1_circle_density
+from particles.meanfield.wasserstein import quantile_angles, sample_density, w1_circle_density
 
 TWO_PI = 2 * np.pi
 
@@ -107,6 +108,36 @@ def test_noise_threshold(model):
     times, r = _noisy_mode_one(model, beta, n, 0.5 * sc, batch=4, T=T, seed=12)
     assert np.all(r[-1] > 0.5)
     assert np.all(r[-1] > 10.0 / np.sqrt(n))
+
+
+def test_noisy_particles_follow_the_pde_with_diffusion():
+    """A spreading cluster with noise sigma: each system's empirical measure is at
+    W1 ~ n^{-1/2} from the PDE with D = sigma^2 / 2; pooling the independent systems
+    averages the noise out and leaves the propagation-of-chaos bias, small at n = 400,
+    while the PDE with D = sigma^2 is far."""
+    beta, sigma = 1.0, 0.8
+    pdes = {D: solve(MeanFieldConfig(model="usa", beta=beta, D=D, modes=512, T=2.0,
+                                     save_every=1.0, init="vonmises:kappa=4"))
+            for D in (sigma**2 / 2, sigma**2)}
+    rho0 = pdes[sigma**2 / 2].rho[0]
+    rng = np.random.default_rng(0)
+    ns, per_system = (25, 100, 400), []
+    for n, B in zip(ns, (32, 16, 16), strict=True):
+        theta0 = np.array([sample_density(rho0, n, rng) for _ in range(B)])
+        x0 = np.stack([np.cos(theta0), np.sin(theta0)], axis=-1)
+        tr = particles.simulate(n, 2, beta, model="usa", x0=x0, batch=B, noise=sigma, dt=0.04,
+                                T=2.0, save_every=25, seed=3)
+        theta = np.arctan2(tr.positions[..., 1], tr.positions[..., 0])  # (frames, B, n)
+        right, wrong = pdes[sigma**2 / 2].rho, pdes[sigma**2].rho
+        per_system.append([np.mean([w1_circle_density(theta[f, b], right[f]) for b in range(B)])
+                           for f in range(3)])
+    per_system = np.array(per_system)
+    for f in (1, 2):
+        slope = np.polyfit(np.log(ns), np.log(per_system[:, f]), 1)[0]
+        assert -0.75 < slope < -0.3
+        pooled = theta[f].ravel()  # 16 systems of n = 400
+        assert w1_circle_density(pooled, right[f]) < 0.03
+        assert w1_circle_density(pooled, wrong[f]) > 0.2
 
 
 @functools.cache
