@@ -10,8 +10,10 @@ density on ``M`` equispaced points, for
 (conventions of :mod:`particles.meanfield.linear`; ``D = sigma^2 / 2`` for
 particle noise ``sigma``).  Not covered: Kuramoto with distributed natural
 frequencies (the density would live on (theta, omega)), ``V != I``, other
-attention kernels, weights other than a density, ``usa_scale="n_exp_beta"``
-(rescale time by ``e^beta`` instead) and dimensions ``d > 2``.
+attention kernels, weights other than a density and dimensions ``d > 2``.
+``usa_scale="n_exp_beta"`` is the particles' option of that name: USA with
+the kernel ``exp(beta (cos u - 1)) sin u``, i.e. time ``t`` of it is time
+``e^{-beta} t`` of the plain USA flow.
 
 Method
 ------
@@ -70,7 +72,7 @@ from particles.integrators.driver import step_factor
 from particles.meanfield.energy import dissipation, energy
 from particles.meanfield.initial import grid, make_density, parse_init
 from particles.meanfield.linear import MEANFIELD_MODELS
-from particles.meanfield.spectral import USA_MAX_BETA, multipliers
+from particles.meanfield.spectral import USA_MAX_BETA, USA_SCALES, multipliers
 
 #: time integrators of the solver (name -> description).
 MEANFIELD_INTEGRATORS = {
@@ -135,6 +137,9 @@ class MeanFieldConfig:
         Increasing frame times in ``(0, T]`` (0 is always a frame).
     coupling : float
         Kuramoto coupling ``c``.
+    usa_scale : {"n", "n_exp_beta"}
+        USA normalisation, as for the particles: ``exp(beta cos) / n`` or the time
+        change ``exp(beta (cos - 1)) / n`` (ignored by SA and Kuramoto).
     init : str
         Initial density spec (:mod:`particles.meanfield.initial`).
     seed : int
@@ -159,6 +164,7 @@ class MeanFieldConfig:
     save_every: float | None = None
     save_times: tuple[float, ...] | None = None
     coupling: float = 1.0
+    usa_scale: str = "n"
     init: str = "perturbed"
     seed: int = 0
     integrator: str = "dopri5"
@@ -173,9 +179,12 @@ class MeanFieldConfig:
             raise ValueError(f"model must be one of {', '.join(MEANFIELD_MODELS)}, "
                              f"got {self.model!r}")
         beta = _finite("beta", self.beta, nonneg=True)
-        if self.model == "usa" and beta > USA_MAX_BETA:
-            raise ValueError(f"beta must be <= {USA_MAX_BETA:g} for usa (speeds ~ e^beta), "
-                             f"got {self.beta!r}")
+        if self.usa_scale not in USA_SCALES:
+            raise ValueError(f"usa_scale must be one of {', '.join(USA_SCALES)}, "
+                             f"got {self.usa_scale!r}")
+        if self.model == "usa" and self.usa_scale == "n" and beta > USA_MAX_BETA:
+            raise ValueError(f"beta must be <= {USA_MAX_BETA:g} for usa with usa_scale='n' "
+                             f"(speeds ~ e^beta), got {self.beta!r}")
         _finite("D", self.D, nonneg=True)
         _finite("coupling", self.coupling)
         if isinstance(self.modes, bool) or not isinstance(self.modes, (int, np.integer)):
@@ -353,7 +362,8 @@ class _Stepper:
     def __init__(self, config: MeanFieldConfig) -> None:
         M = int(config.modes)
         self.M = M
-        m = multipliers(M, float(config.beta), config.model, float(config.coupling))
+        m = multipliers(M, float(config.beta), config.model, float(config.coupling),
+                        config.usa_scale)
         self.mv = m.velocity
         self.mz = m.normaliser
         self.dk = -m.derivative  # N_hat = -i k (rho v)_hat
@@ -448,7 +458,8 @@ def _frame(config: MeanFieldConfig, t: float, rho: np.ndarray, state: SolverStat
     M = rho.shape[0]
     return DensityFrame(time=t, rho=rho.copy(), mass=float(rho.sum() * 2.0 * np.pi / M),
                         energy=energy(rho, beta, model, c),
-                        dissipation=dissipation(rho, beta, model, float(config.D), c),
+                        dissipation=dissipation(rho, beta, model, float(config.D), c,
+                                                config.usa_scale),
                         min_density=float(rho.min()), state=state)
 
 
