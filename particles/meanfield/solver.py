@@ -48,10 +48,19 @@ below ``-POSITIVITY_TOL * max(rho)`` the solver warns once
 (``"ignore"``).
 
 *Step*: adaptive, error ``RMS(e) / (atol + rtol max|rho|)`` on the grid.
-The explicit advection is limited by ``dt ~ 3 / (k_max max|v|)`` once clusters
-have formed (USA speeds grow like ``e^beta``).  The Python loop runs once per
-step, vectorised over the grid with ``numpy.fft``; at ``M = 1024`` a step
-costs about 0.3 ms (see ``benchmarks/bench_meanfield.py``).
+The explicit advection limits the step to about ``3 / (k_max max|v|)`` once
+clusters have formed; USA speeds grow like ``e^beta``, so at ``beta = 9``
+with ``usa_scale="n"`` that is ``dt ~ 2e-5`` at ``M = 1024`` (the time change
+``usa_scale="n_exp_beta"`` divides speeds by ``e^beta``).  A loose ``rtol``
+lets step errors seed the top modes, which the compressive flow then
+amplifies: keep ``rtol <= 1e-8`` for long clustering runs.
+
+*Cost*: the Python loop runs once per step, vectorised over the grid with
+``numpy.fft``: at ``M = 1024`` a step (7 stages, 22 real FFTs) costs about
+1 ms on the shared 2-core machines, half of it in the FFTs
+(``benchmarks/bench_meanfield.py``); a compiled loop could save at most the
+other half, while the step count (set by the advection limit) decides
+whether a run is cheap.
 """
 
 from __future__ import annotations
@@ -384,19 +393,22 @@ class _Stepper:
         return self.dk * np.fft.rfft(rho * v), rho
 
     def factors(self, h: float) -> dict:
-        """``exp(L (c_i - c_j) h)`` for the stage pairs (empty without diffusion)."""
+        """``exp(L (c_i - c_j) h)`` for the stage pairs (empty without diffusion); the
+        distinct differences of the DOPRI5 nodes are exponentiated once per step size."""
         if not self.diffusion:
             return {}
         if h != self._h:
-            f = {}
-            for i in range(7):
-                for j in range(i):
-                    d = _C[i] - _C[j]
-                    if (i, j) not in f:
-                        f[i, j] = np.exp(self.L * (d * h))
+            by_gap: dict[float, np.ndarray] = {}
+
+            def gap(d: float) -> np.ndarray:
+                if d not in by_gap:
+                    by_gap[d] = np.exp(self.L * (d * h))
+                return by_gap[d]
+
+            f = {(i, j): gap(_C[i] - _C[j]) for i in range(7) for j in range(i)}
             for j in range(7):
-                f["end", j] = np.exp(self.L * ((1.0 - _C[j]) * h))
-            f["end", "u"] = np.exp(self.L * h)
+                f["end", j] = gap(1.0 - _C[j])
+            f["end", "u"] = gap(1.0)
             self._factors = f
             self._h = h
         return self._factors
