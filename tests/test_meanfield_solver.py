@@ -54,6 +54,13 @@ def test_velocity_matches_quadrature(model):
     assert np.allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
 
 
+def test_time_changed_velocity():
+    rho = initial_density(MeanFieldConfig(modes=32, init="perturbed:eps=0.3", seed=5))
+    plain = velocity(rho, 7.0, "usa")
+    scaled = velocity(rho, 7.0, "usa", usa_scale="n_exp_beta")
+    assert np.allclose(scaled, np.exp(-7.0) * plain, rtol=1e-13, atol=1e-16)
+
+
 def test_energy_matches_quadrature_and_particles():
     M, beta = 64, 2.5
     rho = initial_density(MeanFieldConfig(modes=M, init="vonmises:kappa=2"))
