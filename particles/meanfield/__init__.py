@@ -4,11 +4,15 @@ As the number of tokens grows, the empirical measure of the angles solves the
 continuity equation ``d_t rho + d_theta(rho v[rho]) = D d_theta^2 rho`` for a
 probability density ``rho`` on ``[0, 2 pi)``.  :mod:`particles.meanfield.linear`
 holds the linear theory around the uniform density (growth rates, the
-diffusion threshold); the PDE solver builds on it.
+diffusion threshold); :mod:`particles.meanfield.solver` the spectral PDE
+solver, :mod:`particles.meanfield.energy` the energy and its dissipation,
+:mod:`particles.meanfield.initial` the initial densities.
 """
 
 from __future__ import annotations
 
+from particles.meanfield.energy import dissipation, energy, free_energy, rho_log_rho
+from particles.meanfield.initial import INITS, make_density
 from particles.meanfield.linear import (
     MEANFIELD_MODELS,
     critical_diffusion,
@@ -16,11 +20,35 @@ from particles.meanfield.linear import (
     fastest_mode,
     growth_rate,
 )
+from particles.meanfield.solver import (
+    MEANFIELD_INTEGRATORS,
+    DensityFrame,
+    DensityResult,
+    MeanFieldConfig,
+    SolverState,
+    initial_density,
+    solve,
+)
+from particles.meanfield.spectral import velocity
 
 __all__ = [
+    "INITS",
+    "MEANFIELD_INTEGRATORS",
     "MEANFIELD_MODELS",
+    "DensityFrame",
+    "DensityResult",
+    "MeanFieldConfig",
+    "SolverState",
     "critical_diffusion",
     "critical_noise",
+    "dissipation",
+    "energy",
     "fastest_mode",
+    "free_energy",
     "growth_rate",
+    "initial_density",
+    "make_density",
+    "rho_log_rho",
+    "solve",
+    "velocity",
 ]

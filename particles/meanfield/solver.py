@@ -1,0 +1,561 @@
+"""Spectral solver of the mean-field continuity equation on the circle.
+
+Solves ``d_t rho + d_theta(rho v[rho]) = D d_theta^2 rho`` for a probability
+density on ``M`` equispaced points, for
+
+- ``"usa"``: ``v = int exp(beta cos(phi - theta)) sin(phi - theta) rho(phi) dphi``,
+- ``"sa"``: the same divided by ``Z = int exp(beta cos(phi - theta)) rho(phi) dphi``,
+- ``"kuramoto"``: ``v = c int sin(phi - theta) rho(phi) dphi``
+
+(conventions of :mod:`particles.meanfield.linear`; ``D = sigma^2 / 2`` for
+particle noise ``sigma``).  Not covered: Kuramoto with distributed natural
+frequencies (the density would live on (theta, omega)), ``V != I``, other
+attention kernels, weights other than a density, ``usa_scale="n_exp_beta"``
+(rescale time by ``e^beta`` instead) and dimensions ``d > 2``.
+
+Method
+------
+*Space*: pseudo-spectral.  ``v`` (and SA's ``Z``) are Fourier multipliers
+(:mod:`particles.meanfield.spectral`, modified Bessel functions), the flux
+``rho v`` is formed on the grid and differentiated in Fourier space.  No
+dealiasing: the velocity multipliers decay like ``(beta/2)^k / k!``, so ``v``
+is analytic and aliasing errors are of the size of the unresolved part of
+``rho`` itself (watch the top modes, or raise ``modes``).
+
+*Time*: the Dormand-Prince 5(4) pair of :mod:`particles.integrators.dopri5`
+(same tableau, same step-size controller
+:func:`particles.integrators.driver.step_factor`) in its integrating-factor
+(Lawson) form: the diffusion ``-D k^2`` is integrated exactly, so it puts no
+limit on the step, and the advection is explicit.  The compiled steppers of
+:mod:`particles.integrators` act on particle rows and cannot take a complex
+spectral state with an integrating factor, so the tableau is applied here
+(copied: the package's tableau is private to its module).  Every step starts
+from the grid density (no FSAL), so a :class:`SolverState` holds all that is
+needed to continue bit for bit.
+
+*Mass*: the ``k = 0`` coefficient of every stage derivative is ``-i 0 f_0 =
+0`` exactly and the integrating factor is ``exp(0) = 1`` there, so a step
+leaves ``rho_hat_0`` untouched; the grid mass changes only by the round-off
+of one FFT round trip per step.
+
+*Positivity* is not enforced (a spectral method can undershoot where
+``rho`` is nearly 0); every frame records ``min_density``, and when it falls
+below ``-POSITIVITY_TOL * max(rho)`` the solver warns once
+(``positivity="warn"``, a ``RuntimeWarning``), raises
+:class:`~particles.errors.IntegrationError` (``"raise"``) or says nothing
+(``"ignore"``).
+
+*Step*: adaptive, error ``RMS(e) / (atol + rtol max|rho|)`` on the grid.
+The explicit advection is limited by ``dt ~ 3 / (k_max max|v|)`` once clusters
+have formed (USA speeds grow like ``e^beta``).  The Python loop runs once per
+step, vectorised over the grid with ``numpy.fft``; at ``M = 1024`` a step
+costs about 0.3 ms (see ``benchmarks/bench_meanfield.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from particles.errors import IntegrationError
+from particles.integrators.driver import step_factor
+from particles.meanfield.energy import dissipation, energy
+from particles.meanfield.initial import grid, make_density, parse_init
+from particles.meanfield.linear import MEANFIELD_MODELS
+from particles.meanfield.spectral import USA_MAX_BETA, multipliers
+
+#: time integrators of the solver (name -> description).
+MEANFIELD_INTEGRATORS = {
+    "dopri5": "integrating-factor (Lawson) Dormand-Prince 5(4): exact diffusion, "
+              "explicit advection, adaptive",
+}
+
+#: positivity policies (see the module docstring).
+POSITIVITY = ("warn", "raise", "ignore")
+
+#: a frame loses positivity when min(rho) < -POSITIVITY_TOL * max(rho).
+POSITIVITY_TOL = 1e-6
+
+# Dormand & Prince (1980), as in particles.integrators.dopri5.
+_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
+_A = (
+    (),
+    (1 / 5,),
+    (3 / 40, 9 / 40),
+    (44 / 45, -56 / 15, 32 / 9),
+    (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
+    (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
+)
+_B = (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84)
+_E = (71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40)
+_ORDER = 5
+
+
+def _finite(name: str, value: Any, *, positive: bool = False, nonneg: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if positive and not x > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    if nonneg and x < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return x
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeanFieldConfig:
+    """Everything that defines a mean-field solve (validated on construction).
+
+    Parameters
+    ----------
+    model : {"usa", "sa", "kuramoto"}
+    beta : float
+        Inverse temperature, ``>= 0`` (USA: ``<= 700``; ignored by Kuramoto).
+    D : float
+        Diffusion coefficient ``>= 0`` (``sigma^2 / 2`` for particle noise sigma).
+    modes : int
+        Grid points ``M`` (even, ``>= 8``); the real FFT has ``M/2 + 1`` modes.
+    T : float
+        Final time ``> 0``.
+    save_every : float, optional
+        Time between frames (frames at ``0, s, 2 s, ...`` up to ``T``; ``T`` is
+        always a frame).  Exclusive with ``save_times``; with neither, frames
+        at 0 and T.
+    save_times : tuple of float, optional
+        Increasing frame times in ``(0, T]`` (0 is always a frame).
+    coupling : float
+        Kuramoto coupling ``c``.
+    init : str
+        Initial density spec (:mod:`particles.meanfield.initial`).
+    seed : int
+        Root seed of the random perturbation (``init="perturbed"``).
+    integrator : str
+        Key of :data:`MEANFIELD_INTEGRATORS`.
+    rtol, atol : float
+        Error tolerances of the adaptive step (``atol`` in density units).
+    dt0 : float, optional
+        First step (default: estimated from the initial velocity).
+    max_steps : int
+        Accepted plus rejected steps allowed per solve.
+    positivity : {"warn", "raise", "ignore"}
+        What a loss of positivity does (module docstring).
+    """
+
+    model: str = "usa"
+    beta: float = 1.0
+    D: float = 0.0
+    modes: int = 256
+    T: float = 1.0
+    save_every: float | None = None
+    save_times: tuple[float, ...] | None = None
+    coupling: float = 1.0
+    init: str = "perturbed"
+    seed: int = 0
+    integrator: str = "dopri5"
+    rtol: float = 1e-8
+    atol: float = 1e-10
+    dt0: float | None = None
+    max_steps: int = 10_000_000
+    positivity: str = "warn"
+
+    def __post_init__(self) -> None:
+        if self.model not in MEANFIELD_MODELS:
+            raise ValueError(f"model must be one of {', '.join(MEANFIELD_MODELS)}, "
+                             f"got {self.model!r}")
+        beta = _finite("beta", self.beta, nonneg=True)
+        if self.model == "usa" and beta > USA_MAX_BETA:
+            raise ValueError(f"beta must be <= {USA_MAX_BETA:g} for usa (speeds ~ e^beta), "
+                             f"got {self.beta!r}")
+        _finite("D", self.D, nonneg=True)
+        _finite("coupling", self.coupling)
+        if isinstance(self.modes, bool) or not isinstance(self.modes, (int, np.integer)):
+            raise ValueError(f"modes must be an integer, got {self.modes!r}")
+        if self.modes < 8 or self.modes % 2:
+            raise ValueError(f"modes must be an even integer >= 8, got {self.modes!r}")
+        T = _finite("T", self.T, positive=True)
+        if self.save_every is not None and self.save_times is not None:
+            raise ValueError("save_every and save_times are exclusive: give one")
+        if self.save_every is not None:
+            _finite("save_every", self.save_every, positive=True)
+            if self.save_every > T:
+                raise ValueError(f"save_every must be <= T = {T!r}, got {self.save_every!r}")
+        if self.save_times is not None:
+            try:
+                st = [float(s) for s in self.save_times]
+            except (TypeError, ValueError):
+                raise ValueError(f"save_times must be numbers, got {self.save_times!r}") from None
+            if not st or not all(math.isfinite(s) for s in st):
+                raise ValueError(f"save_times must be finite numbers, got {self.save_times!r}")
+            if any(b <= a for a, b in itertools.pairwise(st)) or st[0] < 0 or st[-1] > T:
+                raise ValueError(f"save_times must increase within [0, T = {T!r}], "
+                                 f"got {self.save_times!r}")
+            object.__setattr__(self, "save_times", tuple(st))
+        parse_init(self.init)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) \
+                or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        if self.integrator not in MEANFIELD_INTEGRATORS:
+            raise ValueError(f"integrator must be one of {', '.join(MEANFIELD_INTEGRATORS)}, "
+                             f"got {self.integrator!r}")
+        _finite("rtol", self.rtol, positive=True)
+        _finite("atol", self.atol, nonneg=True)
+        if self.dt0 is not None:
+            _finite("dt0", self.dt0, positive=True)
+        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, (int, np.integer)) \
+                or self.max_steps < 1:
+            raise ValueError(f"max_steps must be an integer >= 1, got {self.max_steps!r}")
+        if self.positivity not in POSITIVITY:
+            raise ValueError(f"positivity must be one of {', '.join(POSITIVITY)}, "
+                             f"got {self.positivity!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``save_times`` as a list); inverse of :meth:`from_dict`."""
+        d = dataclasses.asdict(self)
+        if d["save_times"] is not None:
+            d["save_times"] = list(d["save_times"])
+        for key in ("modes", "seed", "max_steps"):
+            d[key] = int(d[key])
+        return d
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as a JSON string."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MeanFieldConfig:
+        """Rebuild a config from :meth:`to_dict` (unknown keys: one-line ValueError)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown mean-field config keys: {', '.join(unknown)}")
+        d = dict(d)
+        if d.get("save_times") is not None:
+            d["save_times"] = tuple(d["save_times"])
+        return cls(**d)
+
+    def frame_times(self) -> np.ndarray:
+        """The save times, shape (F,): 0 first, ``T`` last with ``save_every``."""
+        T = float(self.T)
+        if self.save_times is not None:
+            st = [t for t in self.save_times if t > 0.0]
+            return np.array([0.0, *st])
+        if self.save_every is None:
+            return np.array([0.0, T])
+        se = float(self.save_every)
+        n = math.floor(T / se * (1 + 1e-12))
+        times = se * np.arange(n + 1)
+        if T - times[-1] > 1e-12 * T:
+            times = np.append(times, T)
+        else:
+            times[-1] = T
+        return times
+
+
+@dataclass
+class SolverState:
+    """Where a solve stands at a save time: enough to continue it bit for bit.
+
+    Attributes
+    ----------
+    t : float
+        Time.
+    rho : ndarray, shape (M,)
+        Density on the grid.
+    dt : float
+        The step the controller proposes next.
+    steps, rejected : int
+        Accepted and rejected steps so far.
+    """
+
+    t: float
+    rho: np.ndarray
+    dt: float
+    steps: int = 0
+    rejected: int = 0
+
+
+@dataclass
+class DensityFrame:
+    """One saved frame (passed to ``on_frame``).
+
+    Attributes
+    ----------
+    time : float
+    rho : ndarray, shape (M,)
+    mass : float
+        ``sum(rho) * 2 pi / M`` (1 to round-off).
+    energy : float
+        ``E_beta[rho]`` (:func:`particles.meanfield.energy.energy`).
+    dissipation : float
+        ``-dF/dt`` (:func:`particles.meanfield.energy.dissipation`).
+    min_density : float
+    state : SolverState
+        Resume point (``solve(config, state=frame.state)``).
+    """
+
+    time: float
+    rho: np.ndarray
+    mass: float
+    energy: float
+    dissipation: float
+    min_density: float
+    state: SolverState
+
+
+@dataclass
+class DensityResult:
+    """The frames of a solve (a resumed solve holds only the frames after its start).
+
+    Attributes
+    ----------
+    config : MeanFieldConfig
+    theta : ndarray, shape (M,)
+    times : ndarray, shape (F,)
+    rho : ndarray, shape (F, M)
+    mass, energy, dissipation, min_density : ndarray, shape (F,)
+    steps, rejected : int
+        Totals at the end (including those before a resume point).
+    final : SolverState
+        The state at ``T``.
+    """
+
+    config: MeanFieldConfig
+    theta: np.ndarray
+    times: np.ndarray
+    rho: np.ndarray
+    mass: np.ndarray
+    energy: np.ndarray
+    dissipation: np.ndarray
+    min_density: np.ndarray
+    steps: int
+    rejected: int
+    final: SolverState | None = field(default=None, repr=False)
+
+
+def initial_density(config: MeanFieldConfig) -> np.ndarray:
+    """The initial density of ``config`` on its grid, shape (M,), unit mass."""
+    return make_density(config.init, int(config.modes), int(config.seed))
+
+
+class _Stepper:
+    """The Lawson DOPRI5 step in Fourier space for one configuration."""
+
+    def __init__(self, config: MeanFieldConfig) -> None:
+        M = int(config.modes)
+        self.M = M
+        m = multipliers(M, float(config.beta), config.model, float(config.coupling))
+        self.mv = m.velocity
+        self.mz = m.normaliser
+        self.dk = -m.derivative  # N_hat = -i k (rho v)_hat
+        self.L = -float(config.D) * m.k**2
+        self.diffusion = float(config.D) > 0.0
+        self.rtol = float(config.rtol)
+        self.atol = float(config.atol)
+        self._h = None
+        self._factors: dict = {}
+
+    def rhs(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Stage derivative ``N_hat(u)`` (advection only) and the grid density of ``u``."""
+        M = self.M
+        rho = np.fft.irfft(u, M)
+        v = np.fft.irfft(u * self.mv, M)
+        if self.mz is not None:
+            v = v / np.fft.irfft(u * self.mz, M)
+        return self.dk * np.fft.rfft(rho * v), rho
+
+    def factors(self, h: float) -> dict:
+        """``exp(L (c_i - c_j) h)`` for the stage pairs (empty without diffusion)."""
+        if not self.diffusion:
+            return {}
+        if h != self._h:
+            f = {}
+            for i in range(7):
+                for j in range(i):
+                    d = _C[i] - _C[j]
+                    if (i, j) not in f:
+                        f[i, j] = np.exp(self.L * (d * h))
+            for j in range(7):
+                f["end", j] = np.exp(self.L * ((1.0 - _C[j]) * h))
+            f["end", "u"] = np.exp(self.L * h)
+            self._factors = f
+            self._h = h
+        return self._factors
+
+    def attempt(self, u0: np.ndarray, k1: np.ndarray, rho0: np.ndarray, h: float):
+        """One attempt from ``u0`` (Fourier) with first stage ``k1``: the candidate
+        grid density and the scaled error."""
+        F = self.factors(h)
+        K = [k1]
+        for i in range(1, 6):
+            if F:
+                acc = F[i, 0] * u0
+                for j, a in enumerate(_A[i]):
+                    if a != 0.0:
+                        acc = acc + (h * a) * (F[i, j] * K[j])
+            else:
+                acc = u0
+                for j, a in enumerate(_A[i]):
+                    if a != 0.0:
+                        acc = acc + (h * a) * K[j]
+            K.append(self.rhs(acc)[0])
+        if F:
+            u1 = F["end", "u"] * u0
+            for j, b in enumerate(_B):
+                if b != 0.0:
+                    u1 = u1 + (h * b) * (F["end", j] * K[j])
+        else:
+            u1 = u0
+            for j, b in enumerate(_B):
+                if b != 0.0:
+                    u1 = u1 + (h * b) * K[j]
+        k7, rho1 = self.rhs(u1)
+        K.append(k7)
+        e = np.zeros_like(u0)
+        for j, c in enumerate(_E):
+            if c != 0.0:
+                e = e + (h * c) * (F["end", j] * K[j] if F else K[j])
+        eg = np.fft.irfft(e, self.M)
+        scale = self.atol + self.rtol * max(np.abs(rho0).max(), np.abs(rho1).max())
+        with np.errstate(over="ignore", invalid="ignore"):
+            err = float(np.sqrt(np.mean(eg * eg)) / scale)
+        if not np.all(np.isfinite(rho1)):
+            err = math.inf
+        return rho1, err
+
+    def first_step(self, rho: np.ndarray, T: float) -> float:
+        """Initial step from the size of the advection (Hairer, Norsett, Wanner II.4)."""
+        n, _ = self.rhs(np.fft.rfft(rho))
+        d1 = float(np.sqrt(np.mean(np.fft.irfft(n, self.M) ** 2)))
+        d0 = float(np.sqrt(np.mean(rho**2)))
+        h = 1e-6 if d1 < 1e-12 * max(d0, 1e-300) else 0.01 * d0 / d1
+        if self.diffusion:
+            h = min(h, 1.0 / max(1e-300, -self.L[1]))
+        return min(h, T)
+
+
+def _frame(config: MeanFieldConfig, t: float, rho: np.ndarray, state: SolverState) -> DensityFrame:
+    beta, model, c = float(config.beta), config.model, float(config.coupling)
+    M = rho.shape[0]
+    return DensityFrame(time=t, rho=rho.copy(), mass=float(rho.sum() * 2.0 * np.pi / M),
+                        energy=energy(rho, beta, model, c),
+                        dissipation=dissipation(rho, beta, model, float(config.D), c),
+                        min_density=float(rho.min()), state=state)
+
+
+def solve(config: MeanFieldConfig, *, state: SolverState | None = None,
+          on_frame: Callable[[DensityFrame], None] | None = None) -> DensityResult:
+    """Solve the mean-field PDE of ``config`` from 0 (or ``state``) to ``config.T``.
+
+    Parameters
+    ----------
+    config : MeanFieldConfig
+    state : SolverState, optional
+        Resume from this state (a frame's ``state``): the continuation is bit
+        for bit the uninterrupted solve; frames at times ``<= state.t`` are
+        not repeated.
+    on_frame : callable, optional
+        Called with every :class:`DensityFrame` as soon as it is computed
+        (t = 0 included unless resuming), e.g. to append it to a file.
+
+    Returns
+    -------
+    DensityResult
+
+    Raises
+    ------
+    IntegrationError
+        Non-finite density, a vanishing step, ``max_steps`` exceeded, or a loss of
+        positivity with ``positivity="raise"``.
+    ValueError
+        A ``state`` that does not fit the config (grid size, time beyond T).
+    """
+    M = int(config.modes)
+    T = float(config.T)
+    times = config.frame_times()
+    stepper = _Stepper(config)
+    if state is None:
+        rho = initial_density(config)
+        t, steps, rejected = 0.0, 0, 0
+        h = float(config.dt0) if config.dt0 is not None else stepper.first_step(rho, T)
+        pending = times
+    else:
+        rho = np.array(state.rho, dtype=np.float64)
+        if rho.shape != (M,):
+            raise ValueError(f"state has {rho.shape} grid points, the config {M}")
+        t, h = float(state.t), float(state.dt)
+        steps, rejected = int(state.steps), int(state.rejected)
+        if not 0.0 <= t <= T or not h > 0.0:
+            raise ValueError(f"state (t={t!r}, dt={h!r}) does not fit T = {T!r}")
+        pending = times[times > t * (1 + 1e-14) + 1e-300]
+    frames: list[DensityFrame] = []
+    warned = False
+
+    def emit(tf: float) -> None:
+        nonlocal warned
+        st = SolverState(t=tf, rho=rho.copy(), dt=h, steps=steps, rejected=rejected)
+        fr = _frame(config, tf, rho, st)
+        if fr.min_density < -POSITIVITY_TOL * float(rho.max()):
+            msg = (f"mean-field density lost positivity at t = {tf:.6g} "
+                   f"(min {fr.min_density:.3g}, max {rho.max():.3g}): raise modes or D")
+            if config.positivity == "raise":
+                raise IntegrationError(msg)
+            if config.positivity == "warn" and not warned:
+                warnings.warn(msg, RuntimeWarning, stacklevel=3)
+                warned = True
+        frames.append(fr)
+        if on_frame is not None:
+            on_frame(fr)
+
+    max_steps = int(config.max_steps)
+    u0 = k1 = None  # Fourier state and first stage of the current rho (kept over rejections)
+    for tf in pending:
+        tf = float(tf)
+        tiny = 1e-14 * max(1.0, abs(tf))
+        span = max(tf - t, 1e-300)
+        while tf - t > tiny:
+            if steps + rejected >= max_steps:
+                raise IntegrationError(f"mean-field solve stopped at t = {t:.6g}: max_steps = "
+                                       f"{max_steps} reached")
+            last = h >= tf - t
+            hh = tf - t if last else h
+            if u0 is None:
+                u0 = np.fft.rfft(rho)
+                k1 = stepper.rhs(u0)[0]
+            rho1, err = stepper.attempt(u0, k1, rho, hh)
+            fac = step_factor.py_func(err, _ORDER)
+            if err <= 1.0:
+                rho = rho1
+                u0 = None
+                t = tf if last else t + hh
+                steps += 1
+                h = max(h, hh * fac) if last else hh * fac
+            else:
+                rejected += 1
+                h = hh * fac
+            if not h > 1e-14 * span:
+                raise IntegrationError(f"mean-field step vanished at t = {t:.6g} "
+                                       f"(dt = {h:.3g}): the density is not resolved")
+        if not np.all(np.isfinite(rho)):
+            raise IntegrationError(f"mean-field density is not finite at t = {tf:.6g}")
+        emit(tf)
+    final = frames[-1].state if frames else SolverState(t=t, rho=rho.copy(), dt=h,
+                                                         steps=steps, rejected=rejected)
+
+    def col(name: str) -> np.ndarray:
+        return np.array([getattr(f, name) for f in frames], dtype=np.float64)
+
+    return DensityResult(
+        config=config, theta=grid(M), times=col("time"),
+        rho=np.array([f.rho for f in frames]).reshape(len(frames), M),
+        mass=col("mass"), energy=col("energy"), dissipation=col("dissipation"),
+        min_density=col("min_density"), steps=steps, rejected=rejected, final=final)
