@@ -20,16 +20,29 @@ from particles.errors import (
     TrajectoryFileError,
 )
 from particles.io.density import DensitySummary, read_density_summary
-from particles.meanfield import MEANFIELD_MODELS, MeanFieldConfig
+from particles.meanfield import INITS, MEANFIELD_MODELS, MeanFieldConfig
+from particles.meanfield.solver import POSITIVITY
 from particles.runs.meanfield import meanfield_resume_path, run_meanfield_to_file, summary_line
 
 #: MeanFieldConfig fields set by options of the same name (``save_every`` -> --save-every).
 FIELDS = tuple(f.name for f in dataclasses.fields(MeanFieldConfig))
 
 
+#: the defaults of MeanFieldConfig, shown in the help texts.
+DEFAULTS = {f.name: f.default for f in dataclasses.fields(MeanFieldConfig)}
+
+
 def option_name(field: str) -> str:
     """``save_every`` -> ``--save-every`` (``D`` stays ``--D``)."""
     return "--" + field.replace("_", "-")
+
+
+def _init_forms() -> str:
+    """``uniform | perturbed[:eps=E,kmax=K] | ...`` from the registry of initial densities."""
+    return " | ".join(
+        name + (f"[:{','.join(f'{k}=..' for k in params)}]" if params else "")
+        for name, params in INITS.items()
+    )
 
 
 _FIELD = re.compile(r"^(" + "|".join(sorted(FIELDS, key=len, reverse=True)) + r")\b")
@@ -91,18 +104,29 @@ def build_config(options: dict, stored: MeanFieldConfig | None = None) -> MeanFi
 @click.command("meanfield")
 @click.option("--beta", type=float, help="Inverse temperature of the interaction exp(beta cos).")
 @click.option("--model", type=click.Choice(list(MEANFIELD_MODELS)),
-              help="Velocity field: " + ", ".join(MEANFIELD_MODELS) + " (default usa).")
+              help="Velocity field: " + ", ".join(MEANFIELD_MODELS)
+              + f" (default {DEFAULTS['model']}).")
 @click.option("--D", "D", type=float,
-              help="Diffusion coefficient (sigma^2 / 2 for particle noise sigma; default 0).")
-@click.option("--modes", type=int, help="Grid points M (Fourier modes) on the circle.")
-@click.option("--T", "T", type=float, help="Final time.")
-@click.option("--save-every", type=float, help="Time between saved frames.")
+              help="Diffusion coefficient (sigma^2 / 2 for particle noise sigma; "
+              f"default {DEFAULTS['D']:g}).")
+@click.option("--modes", type=int, help="Grid points M (even, >= 8) on the circle "
+              f"(default {DEFAULTS['modes']}).")
+@click.option("--T", "T", type=float, help=f"Final time (default {DEFAULTS['T']:g}).")
+@click.option("--save-every", type=float,
+              help="Time between saved frames (default: frames at 0 and --T only).")
 @click.option("--save-times", callback=_save_times,
               help="Comma-separated save times instead of --save-every.")
 @click.option("--coupling", type=float, help="Kuramoto coupling c (model kuramoto).")
-@click.option("--init", help="Initial density: perturbed | uniform | vonmises:kappa=K | "
-              "modes:k=K,eps=E (see particles.meanfield.initial_density).")
-@click.option("--seed", type=int, help="Seed of random perturbations (default: fresh, recorded).")
+@click.option("--init", help=f"Initial density (default perturbed): {_init_forms()}.")
+@click.option("--seed", type=int, help="Seed of the random perturbation of --init perturbed "
+              f"(default {DEFAULTS['seed']}).")
+@click.option("--rtol", type=float, help="Relative tolerance of the adaptive step "
+              f"(default {DEFAULTS['rtol']:g}).")
+@click.option("--atol", type=float, help="Absolute tolerance of the adaptive step, density "
+              f"units (default {DEFAULTS['atol']:g}).")
+@click.option("--positivity", type=click.Choice(POSITIVITY),
+              help="When the density goes negative: warn once (default), raise (stop the "
+              "solve, file kept), ignore.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("field.h5"),
               show_default=True,
               help="Output H5MD density file; never replaced without --overwrite.")

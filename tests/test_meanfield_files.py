@@ -24,6 +24,7 @@ from particles.errors import (
     OutputPathError,
     OutputWriteError,
     ResumeMismatch,
+    RunFailed,
     RunInterrupted,
     TrajectoryFileError,
 )
@@ -39,6 +40,7 @@ from particles.io.density import (
 from particles.meanfield import DensityFrame, MeanFieldConfig, SolverState, solve
 from particles.plotting.density import common_frames, w1_against_density
 from particles.runs.meanfield import run_meanfield_to_file
+from particles.runs.session import host_name
 from particles.trajectory import Frame
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -279,6 +281,49 @@ def test_file_size_limit_stops_at_once_then_resumes(tmp_path):
     np.testing.assert_array_equal(load_density(path).rho, ref.rho[: s.frames])
     run_meanfield_to_file(None, path, resume=True)
     assert_same(load_density(path), ref)
+
+
+# an under-resolved solve (no diffusion, 32 points) that loses positivity at t = 0.75
+UNRESOLVED = ("--beta", 4, "--modes", 32, "--T", 3, "--save-every", 0.25,
+              "--init", "modes:k=2,eps=0.05", "--positivity", "raise")
+
+
+def test_failed_solve_keeps_its_frames_and_says_so(tmp_path):
+    out = tmp_path / "f.h5"
+    config = MeanFieldConfig(model="usa", beta=4.0, modes=32, T=3.0, save_every=0.25,
+                             init="modes:k=2,eps=0.05", positivity="raise")
+    with pytest.raises(RunFailed, match="lost positivity") as exc:
+        run_meanfield_to_file(config, out)
+    s = exc.value.summary
+    assert exc.value.kept == out and not s.complete and s.frames == 3  # t = 0, 0.25, 0.5
+    assert load_density(out).min_density.min() > 0
+    result = invoke("meanfield", *UNRESOLVED, "--out", tmp_path / "g.h5")
+    assert result.exit_code == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and "Traceback" not in result.output
+    assert "lost positivity at t = 0.75" in errors[0] and "holds 3 of 13 frames" in errors[0]
+    assert "--resume" not in errors[0]  # it would fail again
+
+
+def test_resume_adopts_the_temporary_file_of_a_killed_solve(tmp_path, reference):
+    # killed before its first promotion: frame 0 is on disk in a hidden temporary file
+    # whose process has ended; --resume adopts it under the target's name
+    out = tmp_path / "field.h5"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    temp = tmp_path / f".field.h5.{dead}@{host_name()}.0123abcd.partial"
+    w = DensityWriter.create(temp, CONFIG)
+    w.append(reference[1][0])
+    w.close(complete=False)
+    run_meanfield_to_file(None, out, resume=True)
+    assert_same(load_density(out), reference[0])
+    assert partials(tmp_path) == []
+
+
+def test_sessions_package_exports_the_mean_field_session():
+    from particles import runs
+
+    assert runs.run_meanfield_to_file is run_meanfield_to_file
 
 
 # ---------------------------------------------------------------- session policy
