@@ -375,6 +375,9 @@ def test_cli_meanfield_writes_the_file_and_one_summary_line(tmp_path, reference)
     usage_error(invoke("meanfield", *ARGS, "--beta", 5, "--out", out, "--resume"),
                 "--beta 5.0 (stored 2.0)")
     ok(invoke("meanfield", "--resume", "--out", out))  # complete: left as it is
+    run = synthetic_run(tmp_path / "run.h5", CONFIG.frame_times())
+    usage_error(invoke("meanfield", "--resume", "--out", run), "not a mean-field density file")
+    usage_error(invoke("simulate", "--resume", "--out", out), "load_density")
 
 
 @pytest.mark.parametrize(("args", "fragments"), [
