@@ -54,6 +54,13 @@ def test_velocity_matches_quadrature(model):
     assert np.allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
 
 
+def test_time_changed_velocity():
+    rho = initial_density(MeanFieldConfig(modes=32, init="perturbed:eps=0.3", seed=5))
+    plain = velocity(rho, 7.0, "usa")
+    scaled = velocity(rho, 7.0, "usa", usa_scale="n_exp_beta")
+    assert np.allclose(scaled, np.exp(-7.0) * plain, rtol=1e-13, atol=1e-16)
+
+
 def test_energy_matches_quadrature_and_particles():
     M, beta = 64, 2.5
     rho = initial_density(MeanFieldConfig(modes=M, init="vonmises:kappa=2"))
@@ -97,6 +104,22 @@ def test_linear_growth_rate(model, beta, D, k):
                           rtol=1e-10, atol=1e-16)
     fitted = _fitted_rate(solve(cfg), k)
     assert fitted == pytest.approx(lam, rel=1e-3)
+
+
+def test_linear_growth_rate_time_change():
+    # usa_scale="n_exp_beta": the drift rate is e^{-beta} k^2 I_k(beta) / beta, diffusion unscaled
+    beta, D, k = 9.0, 0.001, 4
+    lam = float(growth_rate(k, beta, "usa") * np.exp(-beta) - D * k * k)
+    T = 2.0 / lam
+    cfg = MeanFieldConfig(model="usa", beta=beta, D=D, usa_scale="n_exp_beta", modes=32, T=T,
+                          save_every=T / 10, init=f"modes:k={k},eps=1e-7", rtol=1e-10,
+                          atol=1e-16)
+    assert _fitted_rate(solve(cfg), k) == pytest.approx(lam, rel=1e-3)
+    # far beyond e^beta overflow the time-changed USA still runs
+    big = MeanFieldConfig(model="usa", beta=900.0, usa_scale="n_exp_beta", modes=16, T=0.1,
+                          init="modes:k=1,eps=1e-3")
+    res = solve(big)
+    assert np.all(np.isfinite(res.rho)) and np.isinf(res.energy[0])
 
 
 @pytest.mark.parametrize("model", ["usa", "sa"])
@@ -145,6 +168,23 @@ def test_energy_monotone_and_free_energy_identity(clustering):
     dF = (F[2:] - F[:-2]) / (res.times[2:] - res.times[:-2])
     scale = res.dissipation.max()
     assert np.abs(dF + res.dissipation[1:-1]).max() < 2e-2 * scale
+
+
+def test_free_energy_identity_time_change():
+    # log(rho) must be resolved too (the discrete identity differentiates it): few modes
+    beta, D = 6.0, 5e-3
+    cfg = MeanFieldConfig(model="usa", beta=beta, D=D, usa_scale="n_exp_beta", modes=64, T=30.0,
+                          save_every=0.1, init="perturbed:eps=0.2,kmax=6", seed=2, rtol=1e-10,
+                          atol=1e-13)
+    res = solve(cfg)
+    F = np.array([free_energy(r, beta, "usa", D, usa_scale="n_exp_beta") for r in res.rho])
+    assert np.all(np.diff(F) < 0) and res.rho[-1].max() > 1.5 * res.rho[0].max()
+    assert F[0] - F[-1] == pytest.approx(integrate.simpson(res.dissipation, x=res.times),
+                                         rel=1e-8)
+    # the scaled free energy is e^{-beta} times the plain one's interaction part
+    rho = res.rho[-1]
+    assert free_energy(rho, beta, "usa", 0.0, usa_scale="n_exp_beta") == pytest.approx(
+        np.exp(-beta) * free_energy(rho, beta, "usa"), rel=1e-13)
 
 
 @pytest.mark.parametrize("model", ["usa", "sa"])
@@ -207,6 +247,7 @@ def test_config_round_trip_json():
     ({"beta": -1.0}, "beta must be >= 0"),
     ({"beta": float("nan")}, "beta must be finite"),
     ({"beta": 800.0}, "beta must be <= 700"),
+    ({"usa_scale": "exp"}, "usa_scale must be one of"),
     ({"D": -0.1}, "D must be >= 0"),
     ({"modes": 7}, "modes must be an even integer"),
     ({"modes": 64.0}, "modes must be an integer"),

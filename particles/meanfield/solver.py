@@ -10,8 +10,10 @@ density on ``M`` equispaced points, for
 (conventions of :mod:`particles.meanfield.linear`; ``D = sigma^2 / 2`` for
 particle noise ``sigma``).  Not covered: Kuramoto with distributed natural
 frequencies (the density would live on (theta, omega)), ``V != I``, other
-attention kernels, weights other than a density, ``usa_scale="n_exp_beta"``
-(rescale time by ``e^beta`` instead) and dimensions ``d > 2``.
+attention kernels, weights other than a density and dimensions ``d > 2``.
+``usa_scale="n_exp_beta"`` is the particles' option of that name: USA with
+the kernel ``exp(beta (cos u - 1)) sin u``, i.e. time ``t`` of it is time
+``e^{-beta} t`` of the plain USA flow.
 
 Method
 ------
@@ -46,10 +48,19 @@ below ``-POSITIVITY_TOL * max(rho)`` the solver warns once
 (``"ignore"``).
 
 *Step*: adaptive, error ``RMS(e) / (atol + rtol max|rho|)`` on the grid.
-The explicit advection is limited by ``dt ~ 3 / (k_max max|v|)`` once clusters
-have formed (USA speeds grow like ``e^beta``).  The Python loop runs once per
-step, vectorised over the grid with ``numpy.fft``; at ``M = 1024`` a step
-costs about 0.3 ms (see ``benchmarks/bench_meanfield.py``).
+The explicit advection limits the step to about ``3 / (k_max max|v|)`` once
+clusters have formed; USA speeds grow like ``e^beta``, so at ``beta = 9``
+with ``usa_scale="n"`` that is ``dt ~ 2e-5`` at ``M = 1024`` (the time change
+``usa_scale="n_exp_beta"`` divides speeds by ``e^beta``).  A loose ``rtol``
+lets step errors seed the top modes, which the compressive flow then
+amplifies: keep ``rtol <= 1e-8`` for long clustering runs.
+
+*Cost*: the Python loop runs once per step, vectorised over the grid with
+``numpy.fft``: at ``M = 1024`` a step (7 stages, 22 real FFTs) costs about
+1 ms on the shared 2-core machines, half of it in the FFTs
+(``benchmarks/bench_meanfield.py``); a compiled loop could save at most the
+other half, while the step count (set by the advection limit) decides
+whether a run is cheap.
 """
 
 from __future__ import annotations
@@ -70,7 +81,7 @@ from particles.integrators.driver import step_factor
 from particles.meanfield.energy import dissipation, energy
 from particles.meanfield.initial import grid, make_density, parse_init
 from particles.meanfield.linear import MEANFIELD_MODELS
-from particles.meanfield.spectral import USA_MAX_BETA, multipliers
+from particles.meanfield.spectral import USA_MAX_BETA, USA_SCALES, multipliers
 
 #: time integrators of the solver (name -> description).
 MEANFIELD_INTEGRATORS = {
@@ -135,6 +146,9 @@ class MeanFieldConfig:
         Increasing frame times in ``(0, T]`` (0 is always a frame).
     coupling : float
         Kuramoto coupling ``c``.
+    usa_scale : {"n", "n_exp_beta"}
+        USA normalisation, as for the particles: ``exp(beta cos) / n`` or the time
+        change ``exp(beta (cos - 1)) / n`` (ignored by SA and Kuramoto).
     init : str
         Initial density spec (:mod:`particles.meanfield.initial`).
     seed : int
@@ -159,6 +173,7 @@ class MeanFieldConfig:
     save_every: float | None = None
     save_times: tuple[float, ...] | None = None
     coupling: float = 1.0
+    usa_scale: str = "n"
     init: str = "perturbed"
     seed: int = 0
     integrator: str = "dopri5"
@@ -173,9 +188,12 @@ class MeanFieldConfig:
             raise ValueError(f"model must be one of {', '.join(MEANFIELD_MODELS)}, "
                              f"got {self.model!r}")
         beta = _finite("beta", self.beta, nonneg=True)
-        if self.model == "usa" and beta > USA_MAX_BETA:
-            raise ValueError(f"beta must be <= {USA_MAX_BETA:g} for usa (speeds ~ e^beta), "
-                             f"got {self.beta!r}")
+        if self.usa_scale not in USA_SCALES:
+            raise ValueError(f"usa_scale must be one of {', '.join(USA_SCALES)}, "
+                             f"got {self.usa_scale!r}")
+        if self.model == "usa" and self.usa_scale == "n" and beta > USA_MAX_BETA:
+            raise ValueError(f"beta must be <= {USA_MAX_BETA:g} for usa with usa_scale='n' "
+                             f"(speeds ~ e^beta), got {self.beta!r}")
         _finite("D", self.D, nonneg=True)
         _finite("coupling", self.coupling)
         if isinstance(self.modes, bool) or not isinstance(self.modes, (int, np.integer)):
@@ -353,7 +371,8 @@ class _Stepper:
     def __init__(self, config: MeanFieldConfig) -> None:
         M = int(config.modes)
         self.M = M
-        m = multipliers(M, float(config.beta), config.model, float(config.coupling))
+        m = multipliers(M, float(config.beta), config.model, float(config.coupling),
+                        config.usa_scale)
         self.mv = m.velocity
         self.mz = m.normaliser
         self.dk = -m.derivative  # N_hat = -i k (rho v)_hat
@@ -374,19 +393,22 @@ class _Stepper:
         return self.dk * np.fft.rfft(rho * v), rho
 
     def factors(self, h: float) -> dict:
-        """``exp(L (c_i - c_j) h)`` for the stage pairs (empty without diffusion)."""
+        """``exp(L (c_i - c_j) h)`` for the stage pairs (empty without diffusion); the
+        distinct differences of the DOPRI5 nodes are exponentiated once per step size."""
         if not self.diffusion:
             return {}
         if h != self._h:
-            f = {}
-            for i in range(7):
-                for j in range(i):
-                    d = _C[i] - _C[j]
-                    if (i, j) not in f:
-                        f[i, j] = np.exp(self.L * (d * h))
+            by_gap: dict[float, np.ndarray] = {}
+
+            def gap(d: float) -> np.ndarray:
+                if d not in by_gap:
+                    by_gap[d] = np.exp(self.L * (d * h))
+                return by_gap[d]
+
+            f = {(i, j): gap(_C[i] - _C[j]) for i in range(7) for j in range(i)}
             for j in range(7):
-                f["end", j] = np.exp(self.L * ((1.0 - _C[j]) * h))
-            f["end", "u"] = np.exp(self.L * h)
+                f["end", j] = gap(1.0 - _C[j])
+            f["end", "u"] = gap(1.0)
             self._factors = f
             self._h = h
         return self._factors
@@ -448,7 +470,8 @@ def _frame(config: MeanFieldConfig, t: float, rho: np.ndarray, state: SolverStat
     M = rho.shape[0]
     return DensityFrame(time=t, rho=rho.copy(), mass=float(rho.sum() * 2.0 * np.pi / M),
                         energy=energy(rho, beta, model, c),
-                        dissipation=dissipation(rho, beta, model, float(config.D), c),
+                        dissipation=dissipation(rho, beta, model, float(config.D), c,
+                                                config.usa_scale),
                         min_density=float(rho.min()), state=state)
 
 

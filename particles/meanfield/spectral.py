@@ -15,7 +15,10 @@ At ``beta = 0`` the velocity multiplier takes its limit ``i pi`` at ``k = 1``
 (USA and SA are then Kuramoto with ``c = 1``).  The Bessel functions are
 evaluated as ``scipy.special.ive`` (``I_k(beta) e^{-beta}``): SA only needs
 the ratio ``v / Z`` and stays finite for any beta; USA multiplies back by
-``e^beta`` and is limited to ``beta <= 700`` (:data:`USA_MAX_BETA`).
+``e^beta`` and is limited to ``beta <= 700`` (:data:`USA_MAX_BETA`), unless
+``usa_scale="n_exp_beta"``: the kernel ``exp(beta (cos u - 1)) sin u`` of the
+particle option of that name (the time change ``t -> e^beta t``), finite for
+every beta.
 The Nyquist coefficient (``k = M/2``) of every odd multiplier and of the
 derivative is set to zero (the usual convention: it has no real derivative).
 """
@@ -29,6 +32,10 @@ from scipy import special
 
 #: USA speeds grow like e^beta; above this e^beta overflows float64 soon.
 USA_MAX_BETA = 700.0
+
+#: the USA normalisations (as the particles' ``usa_scale``): ``exp(beta cos) / n`` or
+#: ``exp(beta (cos - 1)) / n``.
+USA_SCALES = ("n", "n_exp_beta")
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,12 @@ class Multipliers:
         SA only: ``Z_hat = normaliser * rho_hat`` (scaled by ``e^{-beta}`` like ``velocity``).
     potential : ndarray of float
         ``Phi_hat = potential * rho_hat`` with ``Phi = dE/drho`` the first variation
-        of the energy, so that ``d_theta Phi`` is the USA (or Kuramoto) velocity.
+        of the energy ``E_beta`` (``inf`` where ``e^beta`` overflows).
+    flow_potential : ndarray of float
+        ``s potential`` with the time scale ``s`` (``e^{-beta}`` for USA with
+        ``usa_scale="n_exp_beta"``, else 1), finite for every beta in the scaled form.
+    gradient : ndarray of complex
+        ``i k flow_potential``: ``d_theta (s Phi)`` is the USA (or Kuramoto) velocity.
     derivative : ndarray of complex
         ``i k`` (zero at the Nyquist wave number).
     """
@@ -54,6 +66,8 @@ class Multipliers:
     velocity: np.ndarray
     normaliser: np.ndarray | None
     potential: np.ndarray
+    flow_potential: np.ndarray
+    gradient: np.ndarray
     derivative: np.ndarray
 
 
@@ -62,7 +76,8 @@ def wave_numbers(M: int) -> np.ndarray:
     return np.arange(M // 2 + 1, dtype=np.float64)
 
 
-def multipliers(M: int, beta: float, model: str, coupling: float = 1.0) -> Multipliers:
+def multipliers(M: int, beta: float, model: str, coupling: float = 1.0,
+                usa_scale: str = "n") -> Multipliers:
     """The Fourier multipliers of ``model`` on an ``M``-point grid.
 
     Parameters
@@ -74,6 +89,8 @@ def multipliers(M: int, beta: float, model: str, coupling: float = 1.0) -> Multi
     model : {"usa", "sa", "kuramoto"}
     coupling : float
         Kuramoto coupling ``c``.
+    usa_scale : {"n", "n_exp_beta"}
+        USA normalisation (ignored by SA and Kuramoto).
 
     Returns
     -------
@@ -88,10 +105,10 @@ def multipliers(M: int, beta: float, model: str, coupling: float = 1.0) -> Multi
     normaliser = None
     if model == "kuramoto":
         pot = np.where(kint == 1, coupling * np.pi, 0.0)  # (c/2) r^2: Phi = c int cos(.) rho
-        vel = ik * pot
+        fpot = pot
     elif beta == 0.0:
         pot = np.where(kint == 1, np.pi, 0.0)
-        vel = ik * pot
+        fpot = pot
         if model == "sa":
             normaliser = np.where(kint == 0, 2.0 * np.pi, 0.0)
     else:
@@ -101,20 +118,28 @@ def multipliers(M: int, beta: float, model: str, coupling: float = 1.0) -> Multi
             pot = 2.0 * np.pi * np.exp(beta) * ive / beta
         else:
             pot = np.full(k.shape, np.inf)
-        if model == "usa":
-            vel = ik * pot
-        else:
-            vel = ik * (2.0 * np.pi * ive / beta)
+        fpot = pot
+        if model == "usa" and usa_scale == "n_exp_beta":
+            fpot = 2.0 * np.pi * ive / beta  # e^{-beta} Phi
+        elif model == "sa":
             normaliser = 2.0 * np.pi * ive
-    return Multipliers(k=k, velocity=vel, normaliser=normaliser, potential=pot, derivative=ik)
+            sa_velocity = ik * (2.0 * np.pi * ive / beta)  # e^{-beta} d_theta Phi
+    with np.errstate(invalid="ignore"):  # 0 * inf where e^beta overflows
+        grad = ik * fpot
+    grad[ik == 0] = 0.0
+    vel = sa_velocity if normaliser is not None and beta > 0.0 else grad
+    return Multipliers(k=k, velocity=vel, normaliser=normaliser, potential=pot,
+                       flow_potential=fpot, gradient=grad, derivative=ik)
 
 
-def velocity(rho: np.ndarray, beta: float, model: str, coupling: float = 1.0) -> np.ndarray:
+def velocity(rho: np.ndarray, beta: float, model: str, coupling: float = 1.0,
+             usa_scale: str = "n") -> np.ndarray:
     """The mean-field velocity ``v[rho]`` on the grid (shape ``(M,)``), see
-    :mod:`particles.meanfield.linear` for the formulas."""
+    :mod:`particles.meanfield.linear` for the formulas (``usa_scale="n_exp_beta"``:
+    USA's times ``e^{-beta}``)."""
     rho = np.asarray(rho, dtype=np.float64)
     M = rho.shape[0]
-    m = multipliers(M, beta, model, coupling)
+    m = multipliers(M, beta, model, coupling, usa_scale)
     rh = np.fft.rfft(rho)
     v = np.fft.irfft(rh * m.velocity, M)
     if m.normaliser is not None:
