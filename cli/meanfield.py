@@ -22,6 +22,7 @@ from particles.errors import (
 from particles.io.density import DensitySummary, read_density_summary
 from particles.meanfield import INITS, MEANFIELD_MODELS, MeanFieldConfig
 from particles.meanfield.solver import POSITIVITY
+from particles.meanfield.spectral import USA_SCALES
 from particles.runs.meanfield import meanfield_resume_path, run_meanfield_to_file, summary_line
 
 #: MeanFieldConfig fields set by options of the same name (``save_every`` -> --save-every).
@@ -116,6 +117,9 @@ def build_config(options: dict, stored: MeanFieldConfig | None = None) -> MeanFi
               help="Time between saved frames (default: frames at 0 and --T only).")
 @click.option("--save-times", callback=_save_times,
               help="Comma-separated save times instead of --save-every.")
+@click.option("--usa-scale", type=click.Choice(USA_SCALES),
+              help="USA normalisation, as for simulate: n, or n_exp_beta (time in units "
+              f"of e^beta; default {DEFAULTS.get('usa_scale', 'n')}).")
 @click.option("--coupling", type=float, help="Kuramoto coupling c (model kuramoto).")
 @click.option("--init", help=f"Initial density (default perturbed): {_init_forms()}.")
 @click.option("--seed", type=int, help="Seed of the random perturbation of --init perturbed "

@@ -391,12 +391,19 @@ def test_cli_meanfield_writes_the_file_and_one_summary_line(tmp_path, reference)
     (("--beta", "1", "--save-times", "a,b"), ("--save-times",)),
     (("--beta", "1", "--init", "nonsense"), ("init",)),
     (("--beta", "1", "--resume", "--overwrite"), ("exclude",)),
+    (("--beta", "1", "--usa-scale", "e"), ("--usa-scale",)),
     (("--resume",), ("--out", "nothing to resume")),
 ])
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, fragments):
     out = tmp_path / "f.h5"
     usage_error(invoke("meanfield", *args, "--out", out), *fragments)
     assert not out.exists() and partials(tmp_path) == []
+
+
+def test_cli_usa_scale_reaches_the_file(tmp_path):
+    out = tmp_path / "f.h5"
+    ok(invoke("meanfield", *ARGS, "--usa-scale", "n_exp_beta", "--out", out))
+    assert read_density_summary(out).config.usa_scale == "n_exp_beta"
 
 
 def test_cli_info_reads_a_density_file(written):

@@ -65,6 +65,8 @@ def default_density_output(path: str | os.PathLike, kind: str) -> Path:
 def density_title(config: Any) -> str:
     """``"mean field usa, β=9, D=0.01, M=256, init perturbed, seed 3"``."""
     parts = [f"mean field {config.model}", f"β={config.beta:g}"]
+    if config.model == "usa" and getattr(config, "usa_scale", "n") != "n":
+        parts.append(f"usa_scale {config.usa_scale}")
     if config.D:
         parts.append(f"D={config.D:g}")
     if config.model == "kuramoto" and getattr(config, "coupling", 1.0) != 1.0:
@@ -297,8 +299,13 @@ def compare_figure(density: Any, traj: Any, *, times: ArrayLike | None = None) -
     ax.set_ylabel(f"W1(tokens, {_RHO})")
     ax.grid(alpha=0.3)
     run = traj.config
-    what = (f"particles {run.model}, n={run.n}, β={run.beta:g}" if run is not None else
-            "particles")
+    what = "particles"
+    if run is not None:
+        what = f"particles {run.model}, n={run.n}, β={run.beta:g}"
+        if run.model == "usa" and run.usa_scale != "n":
+            what += f", usa_scale {run.usa_scale}"
+        if getattr(run, "noise", 0.0):
+            what += f", noise {run.noise:g} (D = {run.noise ** 2 / 2:.3g})"
     fig.suptitle(f"{what}  vs  {density_title(density.config)}", fontsize="medium")
     return fig
 
