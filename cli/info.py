@@ -8,6 +8,7 @@ import click
 
 from particles.io import RunSummary, TrajectoryFileError, read_summary
 from particles.io.analysis import analysis_source
+from particles.io.density import DensitySummary, is_density_file, read_density_summary
 
 
 def _describe(key: str, value) -> str:
@@ -57,11 +58,44 @@ def info_lines(s: RunSummary) -> list[str]:
     ]
 
 
+def density_info_lines(s: DensitySummary) -> list[str]:
+    """The report of ``particles info`` for a mean-field density file."""
+    if s.complete:
+        status = "complete"
+    else:
+        status = (
+            f"incomplete ({s.frames} of {s.frames_expected} frames; continue with: "
+            f"particles meanfield --resume --out {s.path})"
+        )
+    obs = s.final_observables
+    config = s.config.to_dict()
+    width = max(map(len, config))
+    return [
+        f"{s.path}",
+        "kind         mean-field density on the circle (particles meanfield)",
+        f"status       {status}",
+        f"frames       {s.frames} (t = 0 .. {s.time:g}, {s.step} solver steps, "
+        f"{int(obs['rejected_steps'])} rejected)",
+        f"grid         {s.config.modes} points theta_j = 2 pi j / {s.config.modes}",
+        f"observables  {', '.join(s.observables) or '-'}",
+        f"last frame   mass {obs['mass']:.12g}, energy {obs['energy']:.6g}, "
+        f"min density {obs['min_density']:.3g}",
+        "configuration",
+        *(f"  {k.ljust(width)}  {_describe(k, v)}" for k, v in config.items()),
+    ]
+
+
 @click.command("info")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def info(path: Path) -> None:
-    """Print the configuration, frames, completion and observables of a trajectory file."""
+    """Print the configuration, frames, completion and observables of a trajectory file.
+
+    A mean-field density file (particles meanfield) is described the same way.
+    """
     try:
+        if is_density_file(path):
+            click.echo("\n".join(density_info_lines(read_density_summary(path))))
+            return
         summary = read_summary(path)
     except TrajectoryFileError as exc:
         raise click.BadParameter(str(exc), param_hint="'PATH'") from None

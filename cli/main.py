@@ -54,6 +54,8 @@ COMMANDS: list[CommandEntry] = [
                  "initial condition on the circle (d = 2)."),
     CommandEntry("kernels", "particles_cli.kernels", "Run each attention kernel from the "
                  "same initial tokens and plot them side by side."),
+    CommandEntry("meanfield", "particles_cli.meanfield", "Solve the mean-field PDE on the "
+                 "circle and stream the density to an H5MD file."),
 ]
 
 

@@ -9,8 +9,14 @@ from particles_cli.analyze import parse_times
 
 from particles.errors import OutputPathError
 from particles.io import TrajectoryFileError, read_summary
+from particles.io.density import is_density_file
 from particles.paths import check_output_path
 from particles.plotting import DEFAULT_KIND, KINDS, default_output, plot_file
+from particles.plotting.density import (
+    DENSITY_KINDS,
+    default_density_output,
+    plot_density_file,
+)
 
 #: the largest --dpi: a figure of 10 x 6 inches is then 10000 x 6000 pixels.
 MAX_DPI = 1000
@@ -92,14 +98,66 @@ def check_plot_options(
         )
 
 
+def check_density_options(
+    path: Path, kind: str | None, out: Path | None, other: Path | None, overwrite: bool
+) -> str:
+    """What ``plot`` can refuse for a mean-field density file (or ``--kind compare``)
+    before loading frames; returns the kind to draw.
+
+    Raises
+    ------
+    click.BadParameter, click.UsageError
+    """
+    density = is_density_file(path)
+    kind = kind or ("density" if density else DEFAULT_KIND)
+    if kind not in DENSITY_KINDS:
+        raise click.BadParameter(
+            f"{path} is a mean-field density file; it draws {' or '.join(DENSITY_KINDS)}, "
+            f"not {kind!r}", param_hint="'--kind'")
+    if kind == "compare":
+        if other is None:
+            raise click.UsageError("--kind compare needs --with RUN.h5, a particle run on "
+                                   "the circle (or the density file, when PATH is the run)")
+        if not density and not is_density_file(other):
+            raise click.BadParameter(f"neither {path} nor {other} is a mean-field density "
+                                     "file (particles meanfield)", param_hint="'--with'")
+        if other.resolve() == path.resolve():
+            raise click.BadParameter(f"{other} is PATH itself", param_hint="'--with'")
+    elif other is not None:
+        raise click.UsageError("--with is for --kind compare")
+    elif not density:
+        raise click.BadParameter(f"{path} is a particle run; --kind density draws a "
+                                 "mean-field density file (particles meanfield)",
+                                 param_hint="'--kind'")
+    field = path if density else other
+    target = default_density_output(field, kind) if out is None else out
+    check_output_format(target, image_formats(), "a picture")
+    if target.resolve() in (path.resolve(), *((other.resolve(),) if other else ())):
+        raise click.BadParameter(f"{out} is an input file; the picture needs another name",
+                                 param_hint="'--out'")
+    try:
+        check_output_path(target, overwrite=overwrite, resumable=False)
+    except OutputPathError as exc:
+        raise click.BadParameter(
+            str(exc).replace(" (overwrite=True)", ""), param_hint="'--out'"
+        ) from None
+    return kind
+
+
 @click.command("plot")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--kind",
-    type=click.Choice(list(KINDS)),
-    default=DEFAULT_KIND,
-    show_default=True,
-    help="; ".join(f"{k}: {v}" for k, v in KINDS.items()) + ".",
+    type=click.Choice([*KINDS, *DENSITY_KINDS]),
+    help="; ".join(f"{k}: {v}" for k, v in {**KINDS, **DENSITY_KINDS}.items())
+    + f".  Default: {DEFAULT_KIND} for a run, density for a density file.",
+)
+@click.option(
+    "--with",
+    "other",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="--kind compare: the particle run on the circle (d = 2) drawn against the "
+    "density file PATH (either may be PATH).",
 )
 @click.option(
     "--out",
@@ -129,7 +187,8 @@ def check_plot_options(
 )
 def plot(
     path: Path,
-    kind: str,
+    kind: str | None,
+    other: Path | None,
     out: Path | None,
     overwrite: bool,
     times: str | None,
@@ -139,8 +198,24 @@ def plot(
     """Draw a picture of the run in PATH and print the file written.
 
     Uses the results `particles analyze` stored beside PATH (run.analysis.h5) for
-    the current frames; otherwise analyses with the default settings.
+    the current frames; otherwise analyses with the default settings.  A mean-field
+    density file (particles meanfield) draws --kind density, or --kind compare
+    --with RUN.h5.
     """
+    if (kind in DENSITY_KINDS or other is not None or is_density_file(path)):
+        kind = check_density_options(path, kind, out, other, overwrite)
+        try:
+            written = plot_density_file(path, kind, out, other=other, overwrite=overwrite,
+                                        times=parse_times(times), dpi=dpi)
+        except FileExistsError as exc:
+            raise click.BadParameter(
+                str(exc).replace(" (overwrite=True)", ""), param_hint="'--out'"
+            ) from None
+        except (ValueError, OSError) as exc:
+            raise click.UsageError(" ".join(str(exc).split())) from None
+        click.echo(str(written))
+        return
+    kind = kind or DEFAULT_KIND
     check_plot_options(path, kind, out, system, overwrite)
     options = {"system": system}
     if kind != "movie":

@@ -32,6 +32,7 @@ _API: dict[str, str] = {
     "Trajectory": "particles.trajectory",
     "TrajectoryFileError": "particles.errors",
     "load": "particles.io",
+    "load_density": "particles.io",
     "read_summary": "particles.io",
     "run": "particles.engine",
     "run_to_file": "particles.runs",
@@ -49,6 +50,7 @@ __all__ = [
     "TrajectoryFileError",
     "__version__",
     "load",
+    "load_density",
     "read_summary",
     "run",
     "run_to_file",
@@ -82,6 +84,6 @@ if TYPE_CHECKING:  # names for type checkers and IDEs
     from particles.errors import IntegrationError, StepSizeWarning, TrajectoryFileError
     from particles.fields import KERNELS, MODELS
     from particles.integrators import INTEGRATORS
-    from particles.io import load, read_summary
+    from particles.io import load, load_density, read_summary
     from particles.runs import run_to_file
     from particles.trajectory import Trajectory

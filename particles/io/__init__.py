@@ -5,12 +5,16 @@ Runs streamed to disk (:func:`particles.runs.run_to_file`) live in
 
 * :func:`load` reads a file back as a :class:`~particles.trajectory.Trajectory`.
 * :func:`read_summary` describes a file from its header and last frame.
+* :func:`load_density` reads a mean-field density file
+  (:mod:`particles.io.density`) as a :class:`~particles.meanfield.DensityResult`;
+  :func:`load` refuses one, naming it.
 
 The file layout (single systems and ensembles) is documented in
 :mod:`particles.io.h5md`.
 """
 
 from particles.errors import OutputPathError, RunFailed, RunInterrupted
+from particles.io.density import load_density, read_density_summary
 from particles.io.h5md import (
     SCHEMA_VERSION,
     RunSummary,
@@ -29,5 +33,7 @@ __all__ = [
     "TrajectoryFileError",
     "TrajectoryWriter",
     "load",
+    "load_density",
+    "read_density_summary",
     "read_summary",
 ]

@@ -123,6 +123,10 @@ _RESERVE_MARGIN = 64 * 2**10
 #: errors that mean "no reservation possible here", not "no space".
 _NO_FALLOCATE = {errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS, errno.ENOTSUP}
 
+#: value of the ``/parameters`` attribute ``kind`` of a mean-field density file
+#: (:mod:`particles.io.density`), which trajectory readers refuse.
+DENSITY_KIND = "density"
+
 #: reads of a file being written by another process are retried this often.
 _RETRIES, _RETRY_DELAY = 10, 0.05
 
@@ -320,6 +324,13 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
             path,
             "is a model comparison file (particles compare), not one run; "
             "read it with particles.compare.load_comparison",
+        )
+    if isinstance(params, h5py.Group) and params.attrs.get("kind") == DENSITY_KIND:
+        # a mean-field density (particles.io.density): no particles to read
+        raise file_error(
+            path,
+            "is a mean-field density file (particles meanfield), not a particle "
+            "trajectory; read it with particles.load_density",
         )
     if (
         "h5md" not in f
@@ -696,6 +707,15 @@ class GroupWriter:
         Frames already stored.
     flush_interval : float
         Seconds of wall time between writes to disk.
+    frame_group : str, optional
+        Path of the element holding the frames' ``step``, ``time`` and
+        ``value`` (default ``particles/<group>/position``); one inside
+        ``observables`` (a density file's ``observables/density``) is not
+        counted among the observables.
+
+    ``config`` needs ``batch``, ``positions`` and ``output_times()`` only (a
+    :class:`~particles.config.SimulationConfig`, or the layout of another
+    file kind).
     """
 
     def __init__(
@@ -709,6 +729,7 @@ class GroupWriter:
         frames: int = 0,
         flush_interval: float = FLUSH_INTERVAL,
         reserve: _Reserve | None = None,
+        frame_group: str | None = None,
     ) -> None:
         self._file = file
         self._reserve = reserve if reserve is not None else _Reserve(file)
@@ -717,7 +738,7 @@ class GroupWriter:
         self.config = config
         self.frames = frames
         self.flush_interval = flush_interval
-        self._position = f"particles/{group}/position"
+        self._position = frame_group or f"particles/{group}/position"
         self._observables = observables
         self._parameters = parameters
         self._buffer: list[Frame] = []
@@ -828,10 +849,11 @@ class GroupWriter:
             obs = f[self._observables]
             names = list(frames[0].observables)
             keep_all = self.config.positions == "all"
-            if not len(obs):
+            stored = [n for n in obs if f"{self._observables}/{n}" != self._position]
+            if not stored:
                 shape = () if self._single else (self.config.batch,)
                 # what the energy measures, unless the default (edp, Q = K = I)
-                energy = energy_definition(self.config).definition
+                energy = self._energy_definition()
                 clock = pos
                 for name in names:
                     g = obs.create_group(name)
@@ -845,10 +867,10 @@ class GroupWriter:
                         continue
                     g["step"] = clock["step"]  # hard links: sampled with the positions
                     g["time"] = clock["time"]
-            elif set(obs) != set(names):
+            elif set(stored) != set(names):
                 raise ValueError(
                     f"observables {sorted(names)} differ from those stored in the "
-                    f"file ({sorted(obs)})"
+                    f"file ({sorted(stored)})"
                 )
             # value first, time and step last: readers use the shortest length
             if keep_all:
@@ -867,6 +889,10 @@ class GroupWriter:
                 _put(pos["time"], 0, 1, np.array([last.time]))
                 _put(pos["step"], 0, 1, np.array([last.step], dtype=np.int64))
         self._file.flush()
+
+    def _energy_definition(self) -> str:
+        """The ``definition`` attribute of the energy observables ("" for the default)."""
+        return energy_definition(self.config).definition
 
     @property
     def pending(self) -> int:

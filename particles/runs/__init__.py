@@ -5,11 +5,14 @@
 * :func:`compare_models` (:mod:`particles.runs.compare`) runs several models
   from one initial condition into one comparison file;
 * :func:`compare_kernels` (:mod:`particles.runs.kernels`) runs several
-  attention kernels from one initial condition.
+  attention kernels from one initial condition;
+* :func:`run_meanfield_to_file` (:mod:`particles.runs.meanfield`) streams a
+  mean-field solve into a density file.
 """
 
 from particles.runs.compare import compare_models
 from particles.runs.kernels import compare_kernels
+from particles.runs.meanfield import run_meanfield_to_file
 from particles.runs.run import RunResult, check_output_path, resume_path, run_to_file
 
 __all__ = [
@@ -18,5 +21,6 @@ __all__ = [
     "compare_kernels",
     "compare_models",
     "resume_path",
+    "run_meanfield_to_file",
     "run_to_file",
 ]

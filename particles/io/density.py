@@ -1,0 +1,538 @@
+"""Mean-field density files: the H5MD layout of a PDE run on the circle, writer and reader.
+
+A density file holds the solution ``rho(t, theta)`` of
+:func:`particles.meanfield.solve` on the grid ``theta_j = 2 pi j / M``
+(``j = 0 .. M-1``), one frame per save time, with the same conventions
+(and the same frame writer, :class:`particles.io.h5md.GroupWriter`) as
+trajectory files.  Layout (https://www.nongnu.org/h5md/, version 1.1)::
+
+    /h5md                          version = [1, 1], author, creator
+    /observables/density           an H5MD time-dependent element (a field, no particles)
+        step    int64   (frames,)  accepted solver steps up to the frame
+        time    float64 (frames,)  save times
+        value   float64 (frames, M)  rho(t, theta_j): sum(value[f]) * 2 pi / M == mass
+        theta   float64 (M,)       the grid, theta_j = 2 pi j / M (attribute ``cells``)
+    /observables/<name>            one scalar per frame, sampled with the density:
+                                   mass, energy, dissipation, min_density, and the
+                                   solver's state: step_size (its next step),
+                                   rejected_steps (rejected so far)
+        step, time                 hard links to /observables/density/{step,time}
+        value   float64 (frames,)
+    /parameters                    particles_schema = 1 (int), kind = "density",
+                                   complete = 0 or 1 (int), config (JSON of
+                                   MeanFieldConfig.to_dict()), seed (decimal string)
+        versions                   particles, numpy, numba, h5py, hdf5, python
+
+There is no ``/particles`` group: a density is not a set of particles, and
+H5MD allows observables on their own.  ``kind = "density"`` tells the file
+from a trajectory (whose readers, :func:`particles.load` and
+:func:`particles.read_summary`, refuse it with a message naming
+:func:`load_density`) and from a comparison file.
+
+Crash safety and full disks are those of :mod:`particles.io.h5md` (the
+same :class:`~particles.io.h5md.GroupWriter`): frames are buffered and
+written at least every ``flush_interval`` seconds, ``value`` first, then the
+observables, ``time`` and ``step`` last; readers use the shortest length, so
+a killed run leaves a readable file of whole frames; each batch's disk space
+is reserved first; ``complete`` is set to 1 only once the last frame is on
+disk.
+
+Resuming.  Each frame carries the whole :class:`~particles.meanfield.SolverState`
+of the solver at that save time (``time``, ``value``, ``step``,
+``step_size``, ``rejected_steps``), so :meth:`DensitySummary.state` of the
+last frame continues the solve bit for bit (:func:`particles.runs.meanfield.run_meanfield_to_file`
+with ``resume=True``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from particles.errors import OutputWriteError, TrajectoryFileError
+from particles.io.h5md import (
+    _RESERVE_MARGIN,
+    _RETRIES,
+    _RETRY_DELAY,
+    DENSITY_KIND,
+    FLUSH_INTERVAL,
+    GroupWriter,
+    _close_file,
+    _close_quietly,
+    _create,
+    _reason,
+    _Reserve,
+    appendable,
+    check_schema,
+    file_error,
+    open_read,
+    write_header,
+)
+from particles.meanfield import DensityFrame, DensityResult, MeanFieldConfig, SolverState
+from particles.trajectory import Frame
+
+__all__ = [
+    "ELEMENT",
+    "KIND",
+    "OBSERVABLES",
+    "DensitySummary",
+    "DensityWriter",
+    "StoredDensity",
+    "is_density_file",
+    "load_density",
+    "read_density_summary",
+    "save_times",
+]
+
+#: value of the ``/parameters`` attribute ``kind`` of a density file.
+KIND = DENSITY_KIND
+
+#: the element holding the density frames.
+ELEMENT = "observables/density"
+
+#: the scalar observables of every frame, in the order written.
+OBSERVABLES = ("mass", "energy", "dissipation", "min_density", "step_size", "rejected_steps")
+
+
+def save_times(config: MeanFieldConfig) -> np.ndarray:
+    """The save times of a configuration, shape (F,): frame 0 at t = 0 first
+    (:meth:`~particles.meanfield.MeanFieldConfig.frame_times`)."""
+    return np.asarray(config.frame_times(), dtype=np.float64)
+
+
+def grid(modes: int) -> np.ndarray:
+    """The grid ``theta_j = 2 pi j / M``, shape (M,)."""
+    return 2.0 * np.pi * np.arange(modes, dtype=np.float64) / modes
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What :class:`~particles.io.h5md.GroupWriter` asks of a configuration:
+    one system (no batch axis), every frame kept, the output times."""
+
+    times: np.ndarray
+    batch: None = None
+    positions: str = "all"
+
+    def output_times(self) -> np.ndarray:
+        return self.times
+
+
+def _frame(frame: DensityFrame, index: int) -> Frame:
+    """A solver frame as the writer's :class:`~particles.trajectory.Frame`:
+    the density as "positions" of shape (1, M), each scalar of shape (1,)."""
+    state = frame.state
+    values = {
+        "mass": frame.mass,
+        "energy": frame.energy,
+        "dissipation": frame.dissipation,
+        "min_density": frame.min_density,
+        "step_size": state.dt,
+        "rejected_steps": state.rejected,
+    }
+    return Frame(
+        index=index,
+        step=int(state.steps),
+        time=float(frame.time),
+        positions=np.array(frame.rho, dtype=np.float64)[None],
+        observables={k: np.array([v], dtype=np.float64) for k, v in values.items()},
+    )
+
+
+def _check_state(frame: DensityFrame) -> None:
+    """A frame must be the solver's state at its time, or resuming from it would
+    not continue the same solve."""
+    s = frame.state
+    if s.t != frame.time or not np.array_equal(s.rho, frame.rho):
+        raise ValueError(
+            f"frame at t={frame.time!r} is not the solver's state (t={s.t!r}); a density "
+            "file stores frames that are states, so that resuming continues bit for bit"
+        )
+
+
+class DensityWriter(GroupWriter):
+    """Appends :class:`~particles.meanfield.DensityFrame` objects to a density file.
+
+    Use :meth:`create` for a new file or :meth:`reopen` to continue one;
+    then :meth:`append` each frame and :meth:`close` once.  Buffering,
+    flushing, disk-space reservation and the ``complete`` flag are those of
+    :class:`~particles.io.h5md.GroupWriter`.
+
+    Parameters
+    ----------
+    file : h5py.File
+        A writable file with the layout of this module.
+    config : MeanFieldConfig
+        The configuration stored in it.
+    frames : int
+        Frames already stored.
+    flush_interval : float
+        Seconds of wall time between writes to disk.
+    """
+
+    def __init__(
+        self,
+        file: h5py.File,
+        config: MeanFieldConfig,
+        *,
+        frames: int = 0,
+        flush_interval: float = FLUSH_INTERVAL,
+        reserve: _Reserve | None = None,
+    ) -> None:
+        super().__init__(
+            file, _Layout(save_times(config)), frames=frames, flush_interval=flush_interval,
+            reserve=reserve, frame_group=ELEMENT,
+        )
+        self.meanfield = config
+        self._next = frames
+
+    def _energy_definition(self) -> str:
+        return ""  # E_beta[rho] of the density (particles.meanfield.energy)
+
+    @classmethod
+    def create(
+        cls, path: str | Path, config: MeanFieldConfig, *, flush_interval: float = FLUSH_INTERVAL
+    ) -> DensityWriter:
+        """Create a new file (which must not exist) holding no frames yet.
+
+        Raises
+        ------
+        OutputWriteError
+            The file could not be written (disk full); it is removed again.
+        """
+        def fill(f: h5py.File) -> None:
+            write_header(f, kind=KIND, complete=np.int8(0),
+                         config=json.dumps(config.to_dict()), seed=str(config.seed))
+            element = f.create_group("observables").create_group("density")
+            appendable(element, "value", (config.modes,), np.float64)
+            appendable(element, "step", (), np.int64)
+            appendable(element, "time", (), np.float64)
+            theta = element.create_dataset("theta", data=grid(config.modes))
+            theta.attrs["cells"] = "theta_j = 2 pi j / M; rho is the value at theta_j"
+
+        f, reserve = _create(path, fill)
+        return cls(f, config, flush_interval=flush_interval, reserve=reserve)
+
+    @classmethod
+    def reopen(cls, path: str | Path, *, flush_interval: float = FLUSH_INTERVAL
+               ) -> DensityWriter:
+        """Open an existing density file to append frames to it.
+
+        Datasets longer than the shortest one (a kill in the middle of a
+        write) are cut back first, and the file is marked incomplete.
+
+        Raises
+        ------
+        TrajectoryFileError
+            As :func:`load_density`, or when another process has the file open.
+        OutputWriteError
+            The file cannot be written (disk full).
+        """
+        path = Path(path)
+        summary = read_density_summary(path)
+        try:
+            f = h5py.File(path, "r+")
+        except BlockingIOError:
+            raise file_error(
+                path, "is open for writing in another process (a solve still going?)"
+            ) from None
+        except OSError as exc:
+            raise file_error(path, f"cannot be opened for writing ({exc})") from None
+        reserve = _Reserve(f)
+        try:
+            reserve.ensure(f, _RESERVE_MARGIN)
+            for ds in _frame_datasets(f, summary.observables):
+                if ds.shape[0] != summary.frames:
+                    ds.resize(summary.frames, axis=0)
+            f["parameters"].attrs["complete"] = np.int8(0)
+            f.flush()
+        except (OSError, RuntimeError) as exc:
+            _close_quietly(f, reserve)
+            reason, code = _reason(exc)
+            raise OutputWriteError(path, reason, errno=code, kept=path) from None
+        except BaseException:
+            _close_quietly(f, reserve)
+            raise
+        return cls(f, summary.config, frames=summary.frames, flush_interval=flush_interval,
+                   reserve=reserve)
+
+    def append(self, frame: DensityFrame) -> bool:  # type: ignore[override]
+        """Buffer one frame; write the buffer to disk when it is due.
+
+        Returns
+        -------
+        bool
+            True when this call wrote frames to disk.
+        """
+        if np.shape(frame.rho) != (self.meanfield.modes,):
+            raise ValueError(
+                f"density of shape {np.shape(frame.rho)} does not match modes="
+                f"{self.meanfield.modes}"
+            )
+        _check_state(frame)
+        wrote = super().append(_frame(frame, self._next))
+        self._next += 1
+        return wrote
+
+    def close(self, *, complete: bool) -> None:
+        """Write what is buffered, record whether the solve completed, close the file.
+
+        Raises
+        ------
+        OutputWriteError
+            A write failed (now or before, when ``complete``): the file holds
+            the frames written before the failure, marked incomplete.
+        """
+        if not self._file:
+            return
+        try:
+            self.finish(complete=complete)
+        except BaseException:
+            _close_quietly(self._file, self._reserve)
+            raise
+        _close_file(self._file, self._reserve)
+
+
+def _frame_datasets(f: h5py.File, observables) -> list[h5py.Dataset]:
+    element = f[ELEMENT]
+    return [element["value"], *(f["observables"][n]["value"] for n in observables),
+            element["time"], element["step"]]
+
+
+# ---------------------------------------------------------------- reading
+@dataclass(frozen=True)
+class DensitySummary:
+    """What a density file holds, read without loading every frame.
+
+    Attributes
+    ----------
+    path : Path
+    config : MeanFieldConfig
+        The configuration stored in the file.
+    frames : int
+        Frames stored.
+    frames_expected : int
+        Frames of the complete solve (``len(save_times(config))``).
+    time : float
+        Time of the last stored frame.
+    step : int
+        Accepted solver steps up to the last stored frame.
+    complete : bool
+        Whether the solve reached its final time.
+    observables : tuple of str
+        Names of the stored scalar observables.
+    final : ndarray, shape (M,)
+        The density of the last stored frame.
+    final_observables : dict of str to float
+        The scalar observables of the last stored frame.
+    """
+
+    path: Path
+    config: MeanFieldConfig
+    frames: int
+    frames_expected: int
+    time: float
+    step: int
+    complete: bool
+    observables: tuple[str, ...]
+    final: np.ndarray = field(repr=False)
+    final_observables: dict[str, float]
+
+    def state(self) -> SolverState:
+        """The solver's state at the last stored frame (resuming continues from it)."""
+        obs = self.final_observables
+        return SolverState(t=self.time, rho=self.final.copy(), dt=obs["step_size"],
+                           steps=self.step, rejected=int(obs["rejected_steps"]))
+
+
+@dataclass(frozen=True)
+class _Header:
+    config: MeanFieldConfig
+    frames: int
+    complete: bool
+    observables: tuple[str, ...]
+
+
+def is_density_file(path: str | Path) -> bool:
+    """Whether ``path`` is an HDF5 file marked as a density file (never raises)."""
+    try:
+        f, _ = open_read(Path(path))
+    except (TrajectoryFileError, OSError):
+        return False
+    with f:
+        params = f.get("parameters")
+        return isinstance(params, h5py.Group) and params.attrs.get("kind") == KIND
+
+
+def _inspect(f: h5py.File, path: Path) -> _Header:
+    """Check that ``f`` is a density file this version can read; never reads frames."""
+    params = f.get("parameters")
+    if not isinstance(params, h5py.Group) or params.attrs.get("kind") != KIND:
+        raise file_error(
+            path, "not a mean-field density file (no /parameters attribute kind = 'density'); "
+            "particle runs are read with particles.load"
+        )
+    check_schema(params, path)
+    try:
+        config = MeanFieldConfig.from_dict(json.loads(params.attrs["config"]))
+    except KeyError:
+        raise file_error(path, "no /parameters attribute config") from None
+    except (ValueError, TypeError) as exc:
+        raise file_error(path, f"stored configuration is not valid: {exc}") from None
+    element = f.get(ELEMENT)
+    if not isinstance(element, h5py.Group) or any(
+        not isinstance(element.get(k), h5py.Dataset) for k in ("step", "time", "value", "theta")
+    ):
+        raise file_error(path, f"no /{ELEMENT}/{{step,time,value,theta}} datasets")
+    value, M = element["value"], config.modes
+    if value.shape[1:] != (M,) or element["theta"].shape != (M,):
+        raise file_error(path, f"density of shape {value.shape} does not match the "
+                         f"configuration (frames, {M})")
+    lengths = [value.shape[0], element["step"].shape[0], element["time"].shape[0]]
+    names = []
+    for name, obs in f["observables"].items():
+        if name == "density":
+            continue
+        data = obs.get("value") if isinstance(obs, h5py.Group) else None
+        if not isinstance(data, h5py.Dataset) or data.ndim != 1:
+            raise file_error(path, f"observable {name!r} is not a value dataset of shape "
+                             "(frames,)")
+        names.append(name)
+        lengths.append(data.shape[0])
+    frames = min(lengths)
+    if frames == 0:
+        raise file_error(path, "holds no frames")
+    missing = [n for n in OBSERVABLES if n not in names]
+    if missing:
+        raise file_error(path, f"no observable {', '.join(missing)} (the solver's state)")
+    complete = bool(params.attrs.get("complete", 0)) and frames == len(save_times(config))
+    return _Header(config, frames, complete, tuple(names))
+
+
+def _read(path: str | Path, reader):
+    """Open ``path``, inspect it and return ``reader(file, header)``; always closes it.
+
+    A file being written by another process is read without its lock, and the
+    read is retried a few times if it meets a half-written batch.
+    """
+    path = Path(path)
+    for attempt in range(_RETRIES):
+        f, concurrent = open_read(path)
+        try:
+            with f:
+                return reader(f, _inspect(f, path))
+        except TrajectoryFileError:
+            raise
+        except (OSError, KeyError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
+            if not concurrent or attempt == _RETRIES - 1:
+                raise file_error(
+                    path, f"damaged density file ({type(exc).__name__}: {exc})"
+                ) from None
+            time.sleep(_RETRY_DELAY)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def read_density_summary(path: str | Path) -> DensitySummary:
+    """Describe a density file from its header and last frame.
+
+    Raises
+    ------
+    TrajectoryFileError
+        As :func:`load_density`.
+    """
+
+    def reader(f: h5py.File, h: _Header) -> DensitySummary:
+        element, last = f[ELEMENT], h.frames - 1
+        return DensitySummary(
+            path=Path(path),
+            config=h.config,
+            frames=h.frames,
+            frames_expected=len(save_times(h.config)),
+            time=float(element["time"][last]),
+            step=int(element["step"][last]),
+            complete=h.complete,
+            observables=h.observables,
+            final=np.asarray(element["value"][last], dtype=np.float64),
+            final_observables={n: float(f["observables"][n]["value"][last])
+                               for n in h.observables},
+        )
+
+    return _read(path, reader)
+
+
+@dataclass
+class StoredDensity(DensityResult):
+    """A :class:`~particles.meanfield.DensityResult` read from a file.
+
+    Attributes
+    ----------
+    path : Path or None
+        The file.
+    complete : bool
+        Whether the solve reached its final time (False: the frames of an
+        interrupted solve, which ``--resume`` continues).
+    step_size : ndarray, shape (F,)
+        The solver's next step at each frame.
+    """
+
+    path: Path | None = None
+    complete: bool = True
+    step_size: np.ndarray | None = field(default=None, repr=False)
+
+
+def load_density(path: str | Path) -> StoredDensity:
+    """Read a density file written by :func:`particles.runs.meanfield.run_meanfield_to_file`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A density file (complete, or left by an interrupted solve).
+
+    Returns
+    -------
+    StoredDensity
+        A :class:`~particles.meanfield.DensityResult` (``rho`` of shape
+        (frames, M); ``steps``, ``rejected`` and ``final``, the
+        :class:`~particles.meanfield.SolverState`, of the last frame) with
+        ``path``, ``complete`` and ``step_size``.
+
+    Raises
+    ------
+    TrajectoryFileError
+        Missing, not HDF5, not a density file (a particle run: read it with
+        :func:`particles.load`), damaged, or of a newer schema.
+    """
+
+    def reader(f: h5py.File, h: _Header) -> StoredDensity:
+        element, k = f[ELEMENT], h.frames
+        obs = {n: np.asarray(f["observables"][n]["value"][:k], dtype=np.float64)
+               for n in h.observables}
+        steps = np.asarray(element["step"][:k], dtype=np.int64)
+        times = np.asarray(element["time"][:k], dtype=np.float64)
+        rho = np.asarray(element["value"][:k], dtype=np.float64)
+        final = SolverState(t=float(times[-1]), rho=rho[-1].copy(),
+                            dt=float(obs["step_size"][-1]), steps=int(steps[-1]),
+                            rejected=int(obs["rejected_steps"][-1]))
+        return StoredDensity(
+            config=h.config,
+            theta=np.asarray(element["theta"][:], dtype=np.float64),
+            times=times,
+            rho=rho,
+            mass=obs["mass"],
+            energy=obs["energy"],
+            dissipation=obs["dissipation"],
+            min_density=obs["min_density"],
+            steps=int(steps[-1]),
+            rejected=int(obs["rejected_steps"][-1]),
+            final=final,
+            path=Path(path),
+            complete=h.complete,
+            step_size=obs["step_size"],
+        )
+
+    return _read(path, reader)

@@ -1,0 +1,373 @@
+"""Figures of mean-field density files (``particles plot field.h5 --kind density|compare``).
+
+* :func:`density_figure`: the density ``rho(t, theta)`` as a (theta, t) heat
+  map, beside profiles ``rho(theta)`` at a few times.
+* :func:`compare_figure`: a particle run on the circle against the density,
+  the histogram of the tokens' angles over ``rho`` at a few common times,
+  and the exact Wasserstein-1 distance ``W1(t)`` between the tokens'
+  empirical measure and the density (:func:`w1_against_density`).
+* :func:`plot_density_file` writes either as a picture; it is what the CLI
+  calls.
+
+Figures are built without pyplot (:class:`matplotlib.figure.Figure`), never
+shown; outputs are checked with :func:`particles.paths.check_output_path`
+before anything is drawn.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
+
+from particles.io import load
+from particles.io.density import is_density_file, load_density
+from particles.meanfield.wasserstein import w1_circle_density
+from particles.paths import check_output_path
+from particles.plotting.kernels import default_times
+from particles.plotting.titles import seed_text
+
+__all__ = [
+    "DENSITY_KINDS",
+    "W1Curve",
+    "common_frames",
+    "compare_figure",
+    "default_density_output",
+    "density_figure",
+    "density_title",
+    "plot_density_file",
+    "run_angles",
+    "w1_against_density",
+]
+
+#: figure kinds of a density file (``particles plot field.h5 --kind``).
+DENSITY_KINDS: dict[str, str] = {
+    "density": "(density file) rho(t, theta) heat map and profiles at a few times",
+    "compare": "(density file, --with RUN.h5 on the circle) token angle histograms over "
+    "the density and W1(t)",
+}
+
+_TWO_PI = 2.0 * np.pi
+_RHO = "\u03c1"  # written out: ruff takes the letter for a p
+
+
+def default_density_output(path: str | os.PathLike, kind: str) -> Path:
+    """``field.h5`` -> ``field_<kind>.png`` next to it."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}_{kind}.png")
+
+
+def density_title(config: Any) -> str:
+    """``"mean field usa, β=9, D=0.01, M=256, init perturbed, seed 3"``."""
+    parts = [f"mean field {config.model}", f"β={config.beta:g}"]
+    if config.model == "usa" and getattr(config, "usa_scale", "n") != "n":
+        parts.append(f"usa_scale {config.usa_scale}")
+    if config.D:
+        parts.append(f"D={config.D:g}")
+    if config.model == "kuramoto" and getattr(config, "coupling", 1.0) != 1.0:
+        parts.append(f"c={config.coupling:g}")
+    parts += [f"M={config.modes}", f"init {config.init}"]
+    seed = seed_text(config.seed)
+    if seed:
+        parts.append(seed)
+    return ", ".join(parts)
+
+
+def _frames(times: np.ndarray, when: ArrayLike | None, k: int = 4) -> np.ndarray:
+    """Frame indices nearest to ``when`` (default: about ``k`` spread over the run)."""
+    if when is None:
+        return default_times(times, k)
+    when = np.atleast_1d(np.asarray(when, dtype=float))
+    if when.ndim != 1 or not when.size or not np.all(np.isfinite(when)):
+        raise ValueError(f"times must be one or more finite numbers, got {when!r}")
+    lo, hi = times[0], times[-1]
+    if np.any((when < lo) | (when > hi)):
+        raise ValueError(f"times must lie in [{lo:g}, {hi:g}] (the saved frames), "
+                         f"got {when.tolist()}")
+    return np.unique([int(np.argmin(np.abs(times - w))) for w in when])
+
+
+def _cell_edges(modes: int) -> np.ndarray:
+    """Edges of the cells ``[theta_j - pi/M, theta_j + pi/M)``, shape (M + 1,)."""
+    return (np.arange(modes + 1) - 0.5) * _TWO_PI / modes
+
+
+def _periodic(theta: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The profile closed at ``2 pi`` (the value at theta_0 repeated), for line plots."""
+    return np.append(theta, _TWO_PI), np.append(rho, rho[0])
+
+
+def density_figure(result: Any, *, times: ArrayLike | None = None) -> Figure:
+    """The density as a (theta, t) heat map beside profiles at a few times.
+
+    Parameters
+    ----------
+    result : DensityResult
+        ``theta`` (M,), ``times`` (F,), ``rho`` (F, M).
+    times : array_like, optional
+        Times of the profiles (the nearest saved frames); default about 4
+        spread over the run, t = 0 and the last included.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    theta, t, rho = np.asarray(result.theta), np.asarray(result.times), np.asarray(result.rho)
+    picks = _frames(t, times)
+    fig = Figure(figsize=(11.0, 4.5), layout="constrained")
+    heat, prof = fig.subplots(1, 2, width_ratios=(1.2, 1.0))
+    if t.size > 1:
+        t_edges = np.concatenate([[t[0]], (t[1:] + t[:-1]) / 2, [t[-1]]])
+    else:
+        t_edges = np.array([t[0] - 0.5, t[0] + 0.5])
+    mesh = heat.pcolormesh(_cell_edges(theta.size), t_edges, rho, shading="flat",
+                           cmap="viridis", rasterized=True)
+    fig.colorbar(mesh, ax=heat, label=f"{_RHO}(t, θ)")
+    heat.set_xlabel("θ")
+    heat.set_ylabel("t")
+    heat.set_xlim(-np.pi / theta.size, _TWO_PI - np.pi / theta.size)
+    for f in picks:
+        heat.axhline(t[f], color="w", lw=0.6, ls=":")
+    colors = [f"C{i % 10}" for i in range(len(picks))]
+    for f, c in zip(picks, colors, strict=True):
+        prof.plot(*_periodic(theta, rho[f]), color=c, lw=1.2, label=f"t = {t[f]:g}")
+    prof.axhline(1 / _TWO_PI, color="0.6", lw=0.8, ls="--", label="uniform 1/(2π)")
+    prof.set_xlabel("θ")
+    prof.set_ylabel(f"{_RHO}(θ)")
+    prof.set_xlim(0, _TWO_PI)
+    prof.legend(fontsize="small")
+    _pi_ticks(heat)
+    _pi_ticks(prof)
+    complete = getattr(result, "complete", True)
+    fig.suptitle(density_title(result.config) + ("" if complete else " (incomplete)"),
+                 fontsize="medium")
+    return fig
+
+
+def _pi_ticks(ax) -> None:
+    ax.set_xticks(np.arange(5) * np.pi / 2, ["0", "π/2", "π", "3π/2", "2π"])
+
+
+def run_angles(traj: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """The tokens' angles per frame of a run on the circle, and their weights.
+
+    Returns
+    -------
+    theta : ndarray, shape (frames, N)
+        ``atan2(y, x)`` of every token (an ensemble pooled: N = batch * n).
+    weights : ndarray, shape (N,) or None
+        Token masses (None: equal).
+
+    Raises
+    ------
+    ValueError
+        The run is not on the circle (d != 2) or keeps no positions.
+    """
+    x = np.asarray(traj.positions)
+    if x.shape[-1] != 2:
+        raise ValueError(f"compare needs a particle run on the circle (d = 2), got d = "
+                         f"{x.shape[-1]}")
+    frames = x.shape[0]
+    if frames == 0 or x.ndim not in (3, 4):
+        raise ValueError("the particle run keeps no positions per frame (--positions all "
+                         "is needed to compare)")
+    theta = np.arctan2(x[..., 1], x[..., 0]).reshape(frames, -1)
+    masses = getattr(traj.config, "masses", None) if traj.config is not None else None
+    weights = None
+    if masses is not None:
+        weights = np.tile(np.asarray(masses, dtype=float), theta.shape[1] // len(masses))
+    return theta, weights
+
+
+@dataclass(frozen=True)
+class W1Curve:
+    """W1 between a run's tokens and the density at their common times.
+
+    Attributes
+    ----------
+    times : ndarray, shape (K,)
+    w1 : ndarray, shape (K,)
+        ``W1(mu_n(t), rho(t))`` on the circle (arc length).
+    run_frames, density_frames : ndarray of int, shape (K,)
+        The frames of each file at those times.
+    """
+
+    times: np.ndarray
+    w1: np.ndarray
+    run_frames: np.ndarray
+    density_frames: np.ndarray
+
+
+def common_frames(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``(i, j)`` with ``a[i] == b[j]`` up to round-off (1e-9 of the larger time).
+
+    ``b`` is increasing (save times); each ``a[i]`` is matched to its nearest ``b[j]``.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not a.size or not b.size:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    j = np.searchsorted(b, a).clip(0, b.size - 1)
+    below = (j - 1).clip(0, b.size - 1)
+    j = np.where(np.abs(b[below] - a) < np.abs(b[j] - a), below, j)
+    scale = max(1.0, float(np.max(np.abs(a))), float(np.max(np.abs(b))))
+    ok = np.abs(b[j] - a) <= 1e-9 * scale
+    return np.flatnonzero(ok), j[ok]
+
+
+def w1_against_density(traj: Any, density: Any) -> W1Curve:
+    """W1(t) between a particle run on the circle and a mean-field density.
+
+    Parameters
+    ----------
+    traj : Trajectory
+        A run with d = 2 (an ensemble is pooled into one empirical measure).
+    density : DensityResult
+
+    Returns
+    -------
+    W1Curve
+        At every time both files saved a frame.
+
+    Raises
+    ------
+    ValueError
+        Not on the circle, or no common save time.
+    """
+    theta, weights = run_angles(traj)
+    i, j = common_frames(np.asarray(traj.times), np.asarray(density.times))
+    if i.size == 0:
+        raise ValueError(
+            f"the run (t = {traj.times[0]:g} .. {traj.times[-1]:g}, {len(traj.times)} frames) "
+            f"and the density (t = {density.times[0]:g} .. {density.times[-1]:g}, "
+            f"{len(density.times)} frames) share no save time; save both at the same times"
+        )
+    w1 = np.array([w1_circle_density(theta[a], density.rho[b], weights)
+                   for a, b in zip(i, j, strict=True)])
+    return W1Curve(np.asarray(traj.times)[i], w1, i, j)
+
+
+def compare_figure(density: Any, traj: Any, *, times: ArrayLike | None = None) -> Figure:
+    """Token angle histograms over the density at a few times, and W1(t).
+
+    Parameters
+    ----------
+    density : DensityResult
+    traj : Trajectory
+        A particle run on the circle (d = 2).
+    times : array_like, optional
+        Times of the histogram panels (nearest common frames); default about 4.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Top row: one panel per time, the histogram (as a density) of the
+        tokens' angles and the profile ``rho(theta)``.  Bottom: ``W1(t)``.
+    """
+    curve = w1_against_density(traj, density)
+    theta, weights = run_angles(traj)
+    picks = _frames(curve.times, times)
+    fig = Figure(figsize=(3.2 * max(len(picks), 3), 6.5), layout="constrained")
+    grid = fig.add_gridspec(2, len(picks), height_ratios=(1.0, 0.8))
+    M = density.theta.size
+    bins = max(8, min(M, int(np.sqrt(theta.shape[1]) * 2)))
+    edges = np.linspace(0, _TWO_PI, bins + 1)
+    for col, k in enumerate(picks):
+        ax = fig.add_subplot(grid[0, col])
+        a, b = curve.run_frames[k], curve.density_frames[k]
+        ax.hist(np.mod(theta[a], _TWO_PI), bins=edges, weights=weights, density=True,
+                color="0.75", label=f"tokens (n={theta.shape[1]})")
+        ax.plot(*_periodic(np.asarray(density.theta), np.asarray(density.rho[b])),
+                color="C3", lw=1.2, label=f"{_RHO} (mean field)")
+        ax.set_title(f"t = {curve.times[k]:g}, W1 = {curve.w1[k]:.3g}", fontsize="small")
+        ax.set_xlim(0, _TWO_PI)
+        _pi_ticks(ax)
+        ax.set_xlabel("θ")
+        if col == 0:
+            ax.set_ylabel("density")
+            ax.legend(fontsize="x-small")
+    ax = fig.add_subplot(grid[1, :])
+    positive = curve.w1 > 0
+    ax.plot(curve.times, curve.w1, "o-", ms=3, color="C0")
+    if np.all(positive) and curve.w1.max() / curve.w1.min() > 20:
+        ax.set_yscale("log")
+    ax.set_xlabel("t")
+    ax.set_ylabel(f"W1(tokens, {_RHO})")
+    ax.grid(alpha=0.3)
+    run = traj.config
+    what = "particles"
+    if run is not None:
+        what = f"particles {run.model}, n={run.n}, β={run.beta:g}"
+        if run.model == "usa" and run.usa_scale != "n":
+            what += f", usa_scale {run.usa_scale}"
+        if getattr(run, "noise", 0.0):
+            what += f", noise {run.noise:g} (D = {run.noise ** 2 / 2:.3g})"
+    fig.suptitle(f"{what}  vs  {density_title(density.config)}", fontsize="medium")
+    return fig
+
+
+def plot_density_file(
+    path: str | os.PathLike,
+    kind: str = "density",
+    out: str | os.PathLike | None = None,
+    *,
+    other: str | os.PathLike | None = None,
+    overwrite: bool = False,
+    times: ArrayLike | None = None,
+    dpi: int = 120,
+) -> Path:
+    """Plot a density file (what ``particles plot`` calls for one).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A density file, or (``kind="compare"``) a particle run when ``other``
+        is the density file.
+    kind : {"density", "compare"}
+    out : str or path-like, optional
+        Default :func:`default_density_output` (``field_<kind>.png`` next to it).
+    other : str or path-like, optional
+        ``compare``: the particle run on the circle (or the density file).
+    overwrite : bool
+        Replace an existing output.
+    times : array_like, optional
+        Times of the profiles / histogram panels.
+    dpi : int
+
+    Returns
+    -------
+    Path
+        The written file.
+
+    Raises
+    ------
+    ValueError
+        Unknown kind, ``other`` missing or given for ``density``, or the files
+        do not fit (not on the circle, no common time).
+    TrajectoryFileError
+        A file that is not what it should be.
+    OutputPathError
+        ``out`` exists (without ``overwrite``) or cannot be written.
+    """
+    if kind not in DENSITY_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(DENSITY_KINDS)}, got {kind!r}")
+    if kind == "compare" and other is None:
+        raise ValueError("kind 'compare' needs the particle run to compare with (--with RUN.h5)")
+    if kind == "density" and other is not None:
+        raise ValueError("--with is for kind 'compare'")
+    field_path, run_path = Path(path), None if other is None else Path(other)
+    if run_path is not None and not is_density_file(field_path) and is_density_file(run_path):
+        field_path, run_path = run_path, field_path  # given the other way round
+    out = check_output_path(default_density_output(field_path, kind) if out is None else out,
+                            overwrite=overwrite, resumable=False)
+    density = load_density(field_path)
+    if kind == "density":
+        fig = density_figure(density, times=times)
+    else:
+        fig = compare_figure(density, load(run_path), times=times)
+    fig.savefig(out, dpi=dpi)
+    return out
