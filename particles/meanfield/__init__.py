@@ -6,7 +6,9 @@ probability density ``rho`` on ``[0, 2 pi)``.  :mod:`particles.meanfield.linear`
 holds the linear theory around the uniform density (growth rates, the
 diffusion threshold); :mod:`particles.meanfield.solver` the spectral PDE
 solver, :mod:`particles.meanfield.energy` the energy and its dissipation,
-:mod:`particles.meanfield.initial` the initial densities.
+:mod:`particles.meanfield.initial` the initial densities,
+:mod:`particles.meanfield.wasserstein` exact W1 distances on the circle
+(particles against the continuum).
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ from particles.meanfield.solver import (
     solve,
 )
 from particles.meanfield.spectral import velocity
+from particles.meanfield.wasserstein import (
+    quantile_angles,
+    sample_density,
+    w1_circle_densities,
+    w1_circle_density,
+    w1_circle_samples,
+)
 
 __all__ = [
     "INITS",
@@ -48,7 +57,12 @@ __all__ = [
     "growth_rate",
     "initial_density",
     "make_density",
+    "quantile_angles",
     "rho_log_rho",
+    "sample_density",
     "solve",
     "velocity",
+    "w1_circle_densities",
+    "w1_circle_density",
+    "w1_circle_samples",
 ]

@@ -570,6 +570,9 @@ def solve(config: MeanFieldConfig, *, state: SolverState | None = None,
                                        f"(dt = {h:.3g}): the density is not resolved")
         if not np.all(np.isfinite(rho)):
             raise IntegrationError(f"mean-field density is not finite at t = {tf:.6g}")
+        # a step may end within `tiny` of tf: snap, so that an uninterrupted solve and one
+        # resumed from this frame's state (t = tf) continue from the same time
+        t = tf
         emit(tf)
     final = frames[-1].state if frames else SolverState(t=t, rho=rho.copy(), dt=h,
                                                          steps=steps, rejected=rejected)
