@@ -49,6 +49,7 @@ __all__ = [
     "FIXED_ONLY",
     "NOT_SWEPT",
     "SweepSpec",
+    "field_kind",
     "parse_value",
     "read_sweep_file",
 ]
@@ -74,7 +75,7 @@ def option_name(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _kind(name: str) -> type:
+def field_kind(name: str) -> type:
     """``int``, ``float`` or ``str``: how a command-line value of a field is read."""
     hint = _HINTS[name]
     args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
@@ -122,7 +123,7 @@ def parse_value(name: str, text: str) -> tuple[Any, ...]:
     text = str(text).strip()
     if not text:
         raise SweepError(f"{option_name(name)}: empty value")
-    kind = _kind(name)
+    kind = field_kind(name)
     if name in FIXED_ONLY:
         return (text,)
     if kind is not str and text.count(":") == 2 and "," not in text:
