@@ -157,23 +157,30 @@ def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
     import numpy as np
 
     from particles.errors import SweepError
+    from particles.io.sweep import read_header
     from particles.sweep.run import default_chunk, plan_tasks, read_spec, sweep_estimate
 
     try:
-        if spec is None:
-            spec = read_spec(out)
+        done = None
+        if resume:
+            header = read_header(out)
+            spec = spec or read_spec(out)
+            done = header.done
         spec = spec.resolved()
     except SweepError as exc:
         _fail(exc)
+    if done is None or done.shape != (spec.points, spec.runs):
+        done = np.zeros((spec.points, spec.runs), dtype=bool)
     size = chunk or default_chunk(spec, 1)
-    tasks = plan_tasks(spec, np.zeros((spec.points, spec.runs), dtype=bool), size)
+    tasks = plan_tasks(spec, done, size)
     est = sweep_estimate(spec)
     click.echo(f"{out} (dry run: nothing written)")
     axes = ", ".join(f"{k} ({len(v)})" for k, v in spec.axes) or "none (one point)"
     click.echo(f"grid         {spec.points} points: {axes}")
     click.echo(f"systems      {spec.runs} per point, {spec.points * spec.runs} in all")
     click.echo(f"frames       {len(spec.times)} save times per system")
-    click.echo(f"tasks        {len(tasks)} of at most {size} systems")
+    left = f" ({int(done.sum())} systems done)" if done.any() else ""
+    click.echo(f"tasks        {len(tasks)} of at most {size} systems{left}")
     for t in tasks[:5]:
         values = ", ".join(f"{k}={v!r}" for k, v in spec.point_values(t.point).items())
         click.echo(f"  point {t.point} ({values or 'fixed'}) systems {t.start}..{t.stop - 1}")

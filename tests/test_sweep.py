@@ -115,6 +115,19 @@ def test_spec_validates_every_grid_point():
     assert spec.config(0).seed != spec.config(1).seed
 
 
+def test_reading_a_grid_loads_no_compiler():
+    from particles.analysis.components import DEFAULT_EPS
+    from particles.analysis.ensemble import DEFAULT_LEVELS
+    from particles.sweep import grid
+
+    assert (grid.DEFAULT_EPS, grid.DEFAULT_LEVELS) == (DEFAULT_EPS, DEFAULT_LEVELS)
+    code = ("import sys, particles_cli.sweep, particles.sweep\n"
+            "print(sorted(m for m in ('numba', 'h5py', 'particles.analysis') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout.strip()
+    assert out == "[]"
+
+
 def test_toml_file(tmp_path):
     path = tmp_path / "grid.toml"
     path.write_text('n = 6\nd = 2\nbeta = [1.0, 5.0]\nmodel = "sa,usa"\nruns = 4\n'

@@ -38,8 +38,6 @@ from typing import Any
 
 import numpy as np
 
-from particles.analysis.components import DEFAULT_EPS
-from particles.analysis.ensemble import DEFAULT_LEVELS
 from particles.config import SimulationConfig
 from particles.errors import SweepError
 from particles.seeds import fresh_seed, sweep_point_seed
@@ -53,6 +51,14 @@ __all__ = [
     "parse_value",
     "read_sweep_file",
 ]
+
+#: default linking distance of the clusters, radians (that of
+#: :class:`particles.analysis.ClusterDetector`; not imported, so that reading a
+#: grid loads no compiler: a test checks they agree).
+DEFAULT_EPS = 0.05
+
+#: default quantile levels (those of :mod:`particles.analysis.ensemble`, likewise).
+DEFAULT_LEVELS = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 #: default thresholds ``delta`` of the close-pair fractions ``<x_i, x_j> > 1 - delta``.
 DEFAULT_DELTAS = (0.1, 0.01, 0.001)
