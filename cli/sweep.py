@@ -202,7 +202,7 @@ def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
         backend = make_backend(
             scheduler=scheduler,
             scheduler_file=None if scheduler_file is None else str(scheduler_file))
-    except (SweepError, ValueError) as exc:
+    except (SweepError, ValueError, OSError, TimeoutError) as exc:  # e.g. no scheduler there
         _fail(exc)
     interrupts.on_forced_stop(interrupts.describe_output(out))
     status = 0
