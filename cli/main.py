@@ -56,6 +56,8 @@ COMMANDS: list[CommandEntry] = [
                  "same initial tokens and plot them side by side."),
     CommandEntry("meanfield", "particles_cli.meanfield", "Solve the mean-field PDE on the "
                  "circle and stream the density to an H5MD file."),
+    CommandEntry("sweep", "particles_cli.sweep",
+                 "Run ensembles over a grid of parameters into one sweep file."),
 ]
 
 
