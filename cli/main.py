@@ -54,6 +54,8 @@ COMMANDS: list[CommandEntry] = [
                  "initial condition on the circle (d = 2)."),
     CommandEntry("kernels", "particles_cli.kernels", "Run each attention kernel from the "
                  "same initial tokens and plot them side by side."),
+    CommandEntry("sweep", "particles_cli.sweep",
+                 "Run ensembles over a grid of parameters into one sweep file."),
 ]
 
 

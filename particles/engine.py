@@ -195,6 +195,7 @@ def iter_frames(
     start_step: int = 0,
     step_counts: np.ndarray | None = None,
     progress: Callable[[float], None] | None = None,
+    keys: np.ndarray | None = None,
 ) -> Iterator[Frame]:
     """Run a configuration, yielding each saved frame as soon as it exists.
 
@@ -215,6 +216,11 @@ def iter_frames(
         ``start`` (for resuming; zeros when None).
     progress : callable, optional
         Called with the current time after every frame.
+    keys : ndarray of uint64, shape (batch, 2), optional
+        Noise keys of the systems (stochastic integrators; default
+        :func:`~particles.seeds.noise_keys` of ``config.seed``, system ``b``
+        keyed by its index in the batch).  A sweep gives each system its own
+        key, so a system's path does not depend on the chunk it runs in.
 
     Yields
     ------
@@ -274,7 +280,12 @@ def iter_frames(
 
     # the counter-based noise state: one key per system (the step counter is
     # ``step`` for fixed steps, the attempt count for adaptive ones)
-    keys = noise_keys(config.seed, B) if integrator.stochastic else no_keys(B)
+    if not integrator.stochastic:
+        keys = no_keys(B)
+    elif keys is None:
+        keys = noise_keys(config.seed, B)
+    else:
+        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(B, 2)
 
     energy = energy_definition(config)
 

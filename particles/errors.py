@@ -28,6 +28,7 @@ __all__ = [
     "RunInterrupted",
     "StalePartialWarning",
     "StepSizeWarning",
+    "SweepError",
     "TrajectoryFileError",
 ]
 
@@ -42,6 +43,11 @@ class IntegrationError(RuntimeError):
 
 class TrajectoryFileError(ValueError):
     """A file is not a readable ``particles`` trajectory (the message is one line)."""
+
+
+class SweepError(ValueError):
+    """A sweep that cannot run or be read: a bad grid, an unknown parameter, an
+    unreachable scheduler, a sweep file of another sweep (one-line message)."""
 
 
 class OutputPathError(ValueError):

@@ -1,0 +1,255 @@
+"""``particles sweep``: ensembles over a grid of parameters into one sweep file."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import sys
+from pathlib import Path
+
+import click
+from particles_cli import interrupts
+from particles_cli.options import CONFIG_OPTIONS, default_text
+
+from particles.config import SimulationConfig
+
+#: configuration fields a sweep sets itself (see particles.sweep.grid.NOT_SWEPT).
+_NOT_SWEPT = ("batch", "seed", "positions")
+_FIELDS = [f.name for f in dataclasses.fields(SimulationConfig) if f.name not in _NOT_SWEPT]
+#: fields whose command-line value is one value (see particles.sweep.grid.FIXED_ONLY).
+_FIXED_ONLY = ("save_times", "observables", "masses", "omega", "init", "Q", "K", "V")
+
+
+def _help_of(field: str) -> str:
+    """The ``simulate`` help of a field's option."""
+    decorate = dict(CONFIG_OPTIONS).get(field)
+    if decorate is None:
+        return field.replace("_", " ") + "."
+
+    @decorate
+    def probe() -> None:  # pragma: no cover - never called
+        pass
+
+    return probe.__click_params__[0].help or ""
+
+
+def _grid_options(f):
+    """One string option per configuration field: a value, ``A,B,C`` or ``START:STOP:NUM``."""
+    for field in reversed(_FIELDS):
+        form = "VALUE" if field in _FIXED_ONLY else "VALUE|A,B,..|START:STOP:NUM"
+        default = default_text(field)
+        help_ = _help_of(field) + ("" if field in _FIXED_ONLY else " A list or an inclusive "
+                                   "range sweeps it.")
+        f = click.option("--" + field.replace("_", "-"), field, type=str, metavar=form,
+                         help=help_, show_default=default if default else False)(f)
+    return f
+
+
+def _fail(exc: Exception) -> None:
+    raise click.UsageError(" ".join(str(exc).split())) from None
+
+
+class SweepGroup(click.Group):
+    """``particles sweep [OPTIONS]`` runs a sweep; ``particles sweep export`` converts one."""
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage(ctx.command_path, "[OPTIONS] | export PATH --csv OUT")
+
+
+@click.group("sweep", cls=SweepGroup, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
+@_grid_options
+@click.option("--runs", type=int, default=64, show_default=True,
+              help="Systems (independent random starts) per grid point.")
+@click.option("--delta", "deltas", type=str, default="0.1,0.01,0.001", show_default=True,
+              help="Thresholds of the close-pair fractions <x_i, x_j> > 1 - delta.")
+@click.option("--eps", type=float, default=0.05, show_default=True,
+              help="Linking distance (radians) of the cluster detection.")
+@click.option("--seed", type=int, help="Root seed (default: fresh entropy, recorded).")
+@click.option("--config", "config_file",
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="TOML file: SimulationConfig keys (a list sweeps the key) and runs, "
+              "delta, seed, eps; options on the command line override it.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("sweep.h5"),
+              show_default=True, help="Output sweep file; never replaced without --overwrite.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out once the first "
+              "task is written.")
+@click.option("--resume", is_flag=True, help="Finish the sweep in --out: only the systems "
+              "not done run (the original command with --resume added).")
+@click.option("--dry-run", is_flag=True, help="Print the grid, the tasks and an estimate of "
+              "their cost; write nothing.")
+@click.option("--positions", "keep_positions", is_flag=True,
+              help="Also store every system's positions at every save time.")
+@click.option("--chunk", type=int, help="Systems per task (default: enough tasks for every "
+              "worker; the results do not depend on it).")
+@click.option("--scheduler", help="Dask scheduler tcp://HOST:PORT (default: this machine, "
+              "or DASK_SCHEDULER_ADDRESS).")
+@click.option("--scheduler-file", type=click.Path(path_type=Path),
+              help="Dask scheduler file (dask scheduler --scheduler-file).")
+@click.pass_context
+def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | None,
+          config_file: Path | None, out: Path, overwrite: bool, resume: bool, dry_run: bool,
+          keep_positions: bool, chunk: int | None, scheduler: str | None,
+          scheduler_file: Path | None, **options: str | None) -> None:
+    """Run ensembles over a grid of parameters into one sweep file.
+
+    Every simulate option takes a value, a list A,B,C or an inclusive range
+    START:STOP:NUM (--beta 0.1:9:90 --d 2,3,128); the grid is the product
+    of the lists, in the order given.  Each grid point runs --runs systems
+    and stores, at every save time, the close-pair fractions, the
+    cluster-count distribution, mean energy and order parameter, and the
+    formation, first-merge and single-cluster times.  Prints the file and a
+    summary on stdout, a progress bar on stderr.  Ctrl-C (or a kill) keeps
+    every finished task; --resume finishes the sweep.  `particles sweep
+    export FILE --csv OUT` writes a tidy CSV table.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from particles.errors import SweepError
+    from particles.sweep.grid import SweepSpec, parse_value, read_sweep_file
+
+    given = {k: v for k, v in options.items() if v is not None}
+    try:
+        values: dict = read_sweep_file(config_file) if config_file else {}
+        sweep_keys = {k: values.pop(k) for k in ("runs", "delta", "seed", "eps") if k in values}
+        # click fills ctx.params in command-line order: the order of the axes
+        order = [k for k in ctx.params if k in given]
+        for k in order:
+            values[k] = parse_value(k, given[k])
+        src = ctx.get_parameter_source
+        if src("runs") == click.core.ParameterSource.DEFAULT and "runs" in sweep_keys:
+            runs = sweep_keys["runs"]
+        if src("deltas") == click.core.ParameterSource.DEFAULT and "delta" in sweep_keys:
+            delta_values = tuple(sweep_keys["delta"])
+        else:
+            delta_values = tuple(float(x) for x in _floats("--delta", deltas))
+        if src("eps") == click.core.ParameterSource.DEFAULT and "eps" in sweep_keys:
+            eps = sweep_keys["eps"]
+        if seed is None:
+            seed = sweep_keys.get("seed")
+        spec = None
+        if not resume or values:
+            spec = SweepSpec.from_values(values, runs=runs, deltas=delta_values, seed=seed,
+                                         eps=eps, positions=keep_positions)
+    except SweepError as exc:
+        _fail(exc)
+    if chunk is not None and chunk < 1:
+        raise click.BadParameter(f"must be a positive integer, got {chunk}",
+                                 param_hint="'--chunk'")
+    if dry_run:
+        _dry_run(spec, out, chunk, resume)
+        return
+    run_it(spec, out, overwrite=overwrite, resume=resume, chunk=chunk, scheduler=scheduler,
+           scheduler_file=scheduler_file)
+
+
+def _floats(option: str, text: str) -> list[float]:
+    from particles.errors import SweepError
+
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise SweepError(f"{option}: {text!r} is not a list of numbers") from None
+
+
+def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
+    import numpy as np
+
+    from particles.errors import SweepError
+    from particles.sweep.run import default_chunk, plan_tasks, read_spec, sweep_estimate
+
+    try:
+        if spec is None:
+            spec = read_spec(out)
+        spec = spec.resolved()
+    except SweepError as exc:
+        _fail(exc)
+    size = chunk or default_chunk(spec, 1)
+    tasks = plan_tasks(spec, np.zeros((spec.points, spec.runs), dtype=bool), size)
+    est = sweep_estimate(spec)
+    click.echo(f"{out} (dry run: nothing written)")
+    axes = ", ".join(f"{k} ({len(v)})" for k, v in spec.axes) or "none (one point)"
+    click.echo(f"grid         {spec.points} points: {axes}")
+    click.echo(f"systems      {spec.runs} per point, {spec.points * spec.runs} in all")
+    click.echo(f"frames       {len(spec.times)} save times per system")
+    click.echo(f"tasks        {len(tasks)} of at most {size} systems")
+    for t in tasks[:5]:
+        values = ", ".join(f"{k}={v!r}" for k, v in spec.point_values(t.point).items())
+        click.echo(f"  point {t.point} ({values or 'fixed'}) systems {t.start}..{t.stop - 1}")
+    if len(tasks) > 5:
+        click.echo(f"  ... {len(tasks) - 5} more")
+    click.echo("\n".join(est.lines()[1:]))
+
+
+def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
+           scheduler: str | None, scheduler_file: Path | None) -> None:
+    """Run the sweep and report (one line per outcome; exit 128 + signal on a stop)."""
+    from particles_cli.simulate import one_line_warnings, stop_on_signals
+
+    from particles.errors import OutputPathError, OutputWriteError, RunFailed, SweepError
+    from particles.sweep.backends import make_backend
+    from particles.sweep.run import run_sweep
+
+    try:
+        backend = make_backend(
+            scheduler=scheduler,
+            scheduler_file=None if scheduler_file is None else str(scheduler_file))
+    except (SweepError, ValueError) as exc:
+        _fail(exc)
+    interrupts.on_forced_stop(interrupts.describe_output(out))
+    status = 0
+    with one_line_warnings(), stop_on_signals() as requested:
+        try:
+            try:
+                result = run_sweep(spec, out, overwrite=overwrite, resume=resume,
+                                   backend=backend, chunk=chunk, progress=True,
+                                   should_stop=lambda: bool(requested))
+            finally:
+                requested.running = False
+                backend.close()
+        except KeyboardInterrupt as exc:
+            signum = getattr(exc, "signum", None) or (requested[0] if requested else None)
+            status = 128 + (signum or signal.SIGINT)
+            click.echo(f"Interrupted: {exc}" if str(exc) else "Interrupted: sweep stopped",
+                       err=True)
+            result = None
+        except (OutputWriteError, RunFailed) as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(1)
+        except OutputPathError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--out'") from None
+        except (SweepError, ValueError) as exc:
+            _fail(exc)
+    if result is not None:
+        spec = result.spec
+        click.echo(str(result.path))
+        click.echo(f"{spec.points} grid points x {spec.runs} systems, complete; "
+                   f"{result.tasks_run} tasks ({result.systems_run} systems) run in "
+                   f"{result.seconds:.1f} s")
+    if status:
+        sys.exit(status)
+
+
+@sweep.command("export")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--csv", "csv_out", type=click.Path(path_type=Path), required=True,
+              help="CSV file to write (one row per value: variable, coordinates, value).")
+@click.option("--variables", help="Statistics to export, comma-separated (default: all).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --csv file.")
+def export(path: Path, csv_out: Path, variables: str | None, overwrite: bool) -> None:
+    """Write the statistics of a finished sweep as a tidy CSV table."""
+    from particles.errors import OutputPathError, SweepError
+    from particles.paths import check_output_path
+    from particles.sweep.dataset import export_csv
+
+    try:
+        check_output_path(csv_out, overwrite=overwrite)
+    except OutputPathError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--csv'") from None
+    names = None if variables is None else tuple(v.strip() for v in variables.split(","))
+    try:
+        rows = export_csv(path, csv_out, variables=names)
+    except SweepError as exc:
+        _fail(exc)
+    click.echo(str(csv_out))
+    click.echo(f"{rows} rows")

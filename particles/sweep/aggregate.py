@@ -1,0 +1,106 @@
+"""Ensemble statistics of a sweep, from the per-system results of every grid point.
+
+Computed once every system is done, from the stored per-system arrays in
+system order (so they do not depend on how the systems were split into
+tasks), and written to ``/sweep/stats`` (:mod:`particles.io.sweep`):
+
+=====================  =============================  ===============================
+name                   dims                           value
+=====================  =============================  ===============================
+pair_fraction          (*grid, time, delta)           mean over systems of the fraction
+                                                      of pairs i < j with
+                                                      ``<x_i, x_j> > 1 - delta``
+cluster_distribution   (*grid, time, clusters)        fraction of systems with k clusters
+cluster_mean           (*grid, time)                  mean cluster count
+cluster_quantile       (*grid, time, quantile)        quantiles of the count (values the
+                                                      ensemble takes, inverted CDF)
+energy_mean            (*grid, time)                  mean energy (the ``energy`` observable)
+order_parameter_mean   (*grid, time)                  mean ``r = |mean_i x_i|``
+formation_time         (*grid, quantile)              Kaplan-Meier quantiles
+first_merge_time       (*grid, quantile)              (inf: not reached by T)
+formation_censored     (*grid)                        systems not formed by T
+first_merge_censored   (*grid)                        formed, no merge by T
+single_cluster_time    (*grid, system)                first time with one cluster (inf)
+=====================  =============================  ===============================
+
+Formation and first merge follow :mod:`particles.analysis.ensemble`
+(:func:`~particles.analysis.ensemble.ensemble_stats`: formation over every
+system, first merge over the systems that formed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from particles.analysis.ensemble import ensemble_stats
+
+__all__ = ["STATS", "aggregate_point"]
+
+#: statistic -> dimensions after the grid axes.
+STATS: dict[str, tuple[str, ...]] = {
+    "pair_fraction": ("time", "delta"),
+    "cluster_distribution": ("time", "clusters"),
+    "cluster_mean": ("time",),
+    "cluster_quantile": ("time", "quantile"),
+    "energy_mean": ("time",),
+    "order_parameter_mean": ("time",),
+    "formation_time": ("quantile",),
+    "first_merge_time": ("quantile",),
+    "formation_censored": (),
+    "first_merge_censored": (),
+    "single_cluster_time": ("system",),
+}
+
+
+def aggregate_point(systems: dict[str, np.ndarray], *, n: int, times: np.ndarray,
+                    levels: tuple[float, ...], max_n: int) -> dict[str, np.ndarray]:
+    """The statistics of one grid point from its per-system results.
+
+    Parameters
+    ----------
+    systems : dict of str to ndarray
+        ``pair_counts`` (runs, F, K), ``cluster_count`` (runs, F), ``energy``,
+        ``order_parameter`` (runs, F), ``formation_time``, ``first_merge_time``,
+        ``single_cluster_time`` (runs,).
+    n : int
+        Tokens of the point (pairs: n (n - 1) / 2).
+    times : ndarray, shape (F,)
+    levels : tuple of float
+    max_n : int
+        Length of the clusters axis.
+
+    Returns
+    -------
+    dict of str to ndarray
+        One entry per :data:`STATS` name, shaped by its dims (without the grid).
+    """
+    counts = np.asarray(systems["cluster_count"], dtype=np.int64)
+    runs = counts.shape[0]
+    npairs = n * (n - 1) // 2
+    pc = np.asarray(systems["pair_counts"], dtype=np.int64)
+    if npairs:
+        pair_fraction = pc.sum(axis=0) / (runs * npairs)
+    else:
+        pair_fraction = np.full(pc.shape[1:], np.nan)
+    ks = np.arange(1, max_n + 1)
+    distribution = (counts.T[:, :, None] == ks[None, None, :]).sum(axis=1) / runs
+    es = ensemble_stats(times, counts.T, systems["formation_time"],
+                        systems["first_merge_time"], levels=levels)
+
+    def finite(q: np.ndarray) -> np.ndarray:
+        return np.where(np.isnan(q), np.inf, q)
+
+    return {
+        "pair_fraction": pair_fraction,
+        "cluster_distribution": distribution,
+        "cluster_mean": counts.mean(axis=0),
+        "cluster_quantile": es.count_quantiles.astype(np.float64),
+        "energy_mean": np.asarray(systems["energy"], dtype=np.float64).mean(axis=0),
+        "order_parameter_mean": np.asarray(systems["order_parameter"],
+                                           dtype=np.float64).mean(axis=0),
+        "formation_time": finite(es.formation_quantiles),
+        "first_merge_time": finite(es.first_merge_quantiles),
+        "formation_censored": np.int64(es.formation.censored),
+        "first_merge_censored": np.int64(es.first_merge.censored),
+        "single_cluster_time": np.asarray(systems["single_cluster_time"], dtype=np.float64),
+    }

@@ -1,0 +1,123 @@
+"""Reading a sweep file as an ``xarray.Dataset`` and as a tidy CSV table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from particles.errors import SweepError
+from particles.io.sweep import open_sweep, read_stats, sweep_error
+
+__all__ = ["export_csv", "load"]
+
+
+def load(path: str | Path) -> Any:
+    """The statistics of a finished sweep as an ``xarray.Dataset``.
+
+    Coordinates: one per swept field (named as the ``simulate`` option's
+    field: ``beta``, ``d``, ``model``, ...), in grid order; ``time``,
+    ``delta``, ``quantile``, ``clusters`` (1 .. largest n) and ``system``.
+    Data variables: see :mod:`particles.sweep.aggregate`.  Attributes: the
+    sweep (JSON), its fixed fields (``config``, JSON), the swept axes, root
+    seed, runs, eps of the cluster detection and software versions.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    xarray.Dataset
+
+    Raises
+    ------
+    SweepError
+        Not a sweep file, or an unfinished sweep (resume it first).
+    """
+    import xarray as xr
+
+    path = Path(path)
+    with open_sweep(path) as f:
+        params = f["parameters"]
+        if not int(params.attrs.get("complete", 0)):
+            done = int(np.asarray(f["sweep/done"][()]).sum())
+            total = int(np.prod(f["sweep/done"].shape))
+            raise sweep_error(path, f"unfinished sweep ({done} of {total} systems done); "
+                              "finish it with the original command and --resume")
+        g = f["sweep"]
+        axes = json.loads(g.attrs["axes"])
+        coords: dict[str, Any] = {}
+        for k in axes:
+            values = g["axes"][k][()]
+            if values.dtype.kind in "OS":
+                values = np.array([v.decode() if isinstance(v, bytes) else str(v)
+                                   for v in values])
+            coords[k] = values
+        runs = int(g.attrs["runs"])
+        coords["time"] = g["time"][()]
+        coords["delta"] = g["delta"][()]
+        coords["quantile"] = g["quantile"][()]
+        coords["clusters"] = g["clusters"][()]
+        coords["system"] = np.arange(runs)
+        data = {k: (dims, values) for k, (values, dims) in read_stats(f).items()}
+        attrs = {
+            "sweep": str(params.attrs["sweep"]),
+            "config": str(params.attrs["config"]),
+            "axes": json.dumps(axes),
+            "seed": str(params.attrs["seed"]),
+            "runs": runs,
+            "eps": float(g.attrs["eps"]),
+            "versions": json.dumps(dict(params["versions"].attrs)),
+        }
+    if not data:
+        raise sweep_error(path, "holds no statistics")
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def export_csv(path: str | Path, out: str | Path, *, variables: tuple[str, ...] | None = None
+               ) -> int:
+    """Write the statistics of a sweep as one tidy CSV table.
+
+    One row per value: the column ``variable`` names the statistic, one
+    column per coordinate it depends on (grid axes, ``time``, ``delta``,
+    ``quantile``, ``clusters``, ``system``; empty where it does not), and
+    ``value``.
+
+    Parameters
+    ----------
+    path : str or Path
+        Sweep file.
+    out : str or Path
+        CSV file to write.
+    variables : tuple of str, optional
+        Statistics to export (default: all).
+
+    Returns
+    -------
+    int
+        Rows written.
+    """
+    import pandas as pd
+
+    ds = load(path)
+    names = tuple(ds.data_vars) if variables is None else variables
+    unknown = [v for v in names if v not in ds.data_vars]
+    if unknown:
+        raise SweepError(f"unknown statistic(s) {', '.join(unknown)}; "
+                         f"allowed: {', '.join(ds.data_vars)}")
+    columns = ["variable", *ds.coords]
+    frames = []
+    for name in names:
+        da = ds[name]
+        if da.ndim == 0:
+            table = pd.DataFrame({"value": [da.item()]})
+        else:
+            table = da.to_dataframe(name="value").reset_index()
+        table.insert(0, "variable", name)
+        frames.append(table)
+    table = pd.concat(frames, ignore_index=True).reindex(columns=[*columns, "value"])
+    table.to_csv(out, index=False)
+    return len(table)

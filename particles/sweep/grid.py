@@ -1,0 +1,443 @@
+"""Parameter grids of a sweep: specifications, validation, the grid points.
+
+A sweep runs one ensemble of ``runs`` systems at every point of a grid, the
+Cartesian product of its *axes* (``beta``, ``d``, ``model``, ...: any
+:class:`~particles.config.SimulationConfig` field); the other fields are
+fixed (the *base*).  A value is given as
+
+* ``VALUE``: one value (a fixed field, or an axis of length 1 when it is
+  named in ``axes``),
+* ``A,B,C``: a list (an axis, in the order given),
+* ``START:STOP:NUM``: ``NUM`` values from ``START`` to ``STOP`` inclusive,
+  evenly spaced (``numpy.linspace``; numeric fields only, integers must
+  come out whole).
+
+Fields whose values themselves hold commas or colons (``save_times``,
+``observables``, ``masses``, ``omega``, ``init``, ``Q``, ``K``, ``V``) take
+one value, never a grid (``init cap:0.1`` is the cap initial condition);
+give several in a TOML file as a list to sweep ``init`` or ``omega``.
+
+Every grid point must save at the same times (the time axis of the
+results is shared), so ``T``, ``dt`` and ``save_every`` may be swept only
+when the save times stay equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import tomllib
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from particles.analysis.components import DEFAULT_EPS
+from particles.analysis.ensemble import DEFAULT_LEVELS
+from particles.config import SimulationConfig
+from particles.errors import SweepError
+from particles.seeds import fresh_seed, sweep_point_seed
+
+__all__ = [
+    "DEFAULT_DELTAS",
+    "FIXED_ONLY",
+    "NOT_SWEPT",
+    "SweepSpec",
+    "parse_value",
+    "read_sweep_file",
+]
+
+#: default thresholds ``delta`` of the close-pair fractions ``<x_i, x_j> > 1 - delta``.
+DEFAULT_DELTAS = (0.1, 0.01, 0.001)
+
+#: fields that a sweep sets itself (``batch`` is ``runs``; ``seed`` is the root seed).
+NOT_SWEPT = ("batch", "seed", "positions")
+
+#: fields taking one value from the command line (their values hold ``,`` or ``:``).
+FIXED_ONLY = ("save_times", "observables", "masses", "omega", "init", "Q", "K", "V")
+
+#: fields whose value is a list: a TOML list is that one value, never an axis.
+VALUE_LISTS = ("save_times", "observables", "masses", "Q", "K", "V")
+
+_FIELDS = {f.name: f for f in dataclasses.fields(SimulationConfig)}
+_HINTS = typing.get_type_hints(SimulationConfig)
+
+
+def option_name(name: str) -> str:
+    """``save_every`` -> ``--save-every`` (for messages)."""
+    return "--" + name.replace("_", "-")
+
+
+def _kind(name: str) -> type:
+    """``int``, ``float`` or ``str``: how a command-line value of a field is read."""
+    hint = _HINTS[name]
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    for kind in (int, float):
+        if kind in args:
+            return kind
+    return str
+
+
+def _number(name: str, text: str, kind: type) -> int | float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise SweepError(f"{option_name(name)}: {text!r} is not a number") from None
+    if kind is int:
+        if not (math.isfinite(value) and value == round(value)):
+            raise SweepError(f"{option_name(name)}: {text!r} is not an integer")
+        return round(value)
+    return value
+
+
+def parse_value(name: str, text: str) -> tuple[Any, ...]:
+    """The values of one command-line grid specification.
+
+    Parameters
+    ----------
+    name : str
+        A :class:`~particles.config.SimulationConfig` field.
+    text : str
+        ``VALUE``, ``A,B,C`` or ``START:STOP:NUM`` (see the module docstring).
+
+    Returns
+    -------
+    tuple
+        The values, converted to the field's type (int, float or str).
+
+    Raises
+    ------
+    SweepError
+        Unknown field, malformed specification (one line naming the option).
+    """
+    if name not in _FIELDS or name in NOT_SWEPT:
+        allowed = ", ".join(option_name(k) for k in _FIELDS if k not in NOT_SWEPT)
+        raise SweepError(f"unknown sweep parameter {option_name(name)}; allowed: {allowed}")
+    text = str(text).strip()
+    if not text:
+        raise SweepError(f"{option_name(name)}: empty value")
+    kind = _kind(name)
+    if name in FIXED_ONLY:
+        return (text,)
+    if kind is not str and text.count(":") == 2 and "," not in text:
+        a, b, num = text.split(":")
+        count = _number(name, num, int)
+        if count < 1:
+            raise SweepError(f"{option_name(name)}: {text!r}: NUM must be at least 1")
+        if count > 10**6:
+            raise SweepError(f"{option_name(name)}: {text!r}: at most 10^6 values")
+        lo, hi = _number(name, a, float), _number(name, b, float)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise SweepError(f"{option_name(name)}: {text!r}: START and STOP must be finite")
+        values = np.linspace(lo, hi, count)
+        if kind is int:
+            if not np.all(values == np.round(values)):
+                raise SweepError(f"{option_name(name)}: {text!r} does not give whole numbers")
+            return tuple(int(v) for v in np.round(values))
+        return tuple(float(v) for v in values)
+    if ":" in text and kind is not str:
+        raise SweepError(f"{option_name(name)}: {text!r}: expected VALUE, A,B,C or "
+                         "START:STOP:NUM")
+    parts = [p.strip() for p in text.split(",")]
+    if any(not p for p in parts):
+        raise SweepError(f"{option_name(name)}: {text!r} has an empty item")
+    if kind is str:
+        return tuple(parts)
+    return tuple(_number(name, p, kind) for p in parts)
+
+
+def read_sweep_file(path: str | Path) -> dict[str, Any]:
+    """Read a sweep TOML file.
+
+    Keys are :class:`~particles.config.SimulationConfig` fields (a list
+    sweeps the field, a string is read as on the command line, any other
+    value is fixed) and ``runs``, ``delta`` (list), ``seed``, ``eps``.
+
+    Returns
+    -------
+    dict
+        Field name -> tuple of values (axes and fixed fields alike), and the
+        sweep keys as given.
+
+    Raises
+    ------
+    SweepError
+        Unreadable TOML, unknown keys or bad values.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SweepError(f"{path}: {' '.join(str(exc).split())}") from None
+    extra = {"runs", "delta", "seed", "eps"}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in extra:
+            out[key] = value
+            continue
+        if key not in _FIELDS or key in NOT_SWEPT:
+            allowed = ", ".join([k for k in _FIELDS if k not in NOT_SWEPT] + sorted(extra))
+            raise SweepError(f"{path}: unknown key {key!r}; allowed: {allowed}")
+        if isinstance(value, list) and (
+                key in VALUE_LISTS or (key == "omega" and not all(isinstance(v, str)
+                                                                  for v in value))):
+            out[key] = (tuple(value),)
+        elif isinstance(value, list):
+            if not value:
+                raise SweepError(f"{path}: {key} is an empty list")
+            out[key] = tuple(value)
+        elif isinstance(value, str):
+            out[key] = parse_value(key, value)
+        else:
+            out[key] = (value,)
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A sweep: fixed fields, grid axes, ensemble size, thresholds, root seed.
+
+    Parameters
+    ----------
+    base : mapping
+        Fixed :class:`~particles.config.SimulationConfig` fields (``n``, ``d``,
+        ``beta`` are required, in ``base`` or as axes).
+    axes : tuple of (str, tuple)
+        Swept fields and their values, in grid order (the last varies fastest).
+    runs : int
+        Systems per grid point.
+    deltas : tuple of float
+        Thresholds of the close-pair fractions ``<x_i, x_j> > 1 - delta``.
+    seed : int, optional
+        Root seed (None: fresh entropy; :meth:`resolved` records it).
+    eps : float
+        Linking distance (radians) of the cluster detection.
+    levels : tuple of float
+        Quantile levels of the cluster counts and time scales.
+    positions : bool
+        Store every system's positions at every save time (off by default).
+
+    Raises
+    ------
+    SweepError
+        On construction: unknown fields, bad values (one line naming the
+        option and, for a grid point, its values).
+    """
+
+    base: Mapping[str, Any]
+    axes: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    runs: int = 1
+    deltas: tuple[float, ...] = DEFAULT_DELTAS
+    seed: int | None = None
+    eps: float = DEFAULT_EPS
+    levels: tuple[float, ...] = DEFAULT_LEVELS
+    positions: bool = False
+    _configs: tuple[SimulationConfig, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        base = dict(self.base)
+        for key in base:
+            if key not in _FIELDS or key in NOT_SWEPT:
+                raise SweepError(f"unknown sweep parameter {option_name(key)}")
+        axes = tuple((str(k), tuple(v)) for k, v in self.axes)
+        names = [k for k, _ in axes]
+        for k, values in axes:
+            if k not in _FIELDS or k in NOT_SWEPT:
+                raise SweepError(f"unknown sweep parameter {option_name(k)}")
+            if not values:
+                raise SweepError(f"{option_name(k)}: no values")
+            if len(set(map(repr, values))) != len(values):
+                raise SweepError(f"{option_name(k)}: repeated values {list(values)}")
+        if len(set(names)) != len(names):
+            raise SweepError(f"axes repeat a parameter: {names}")
+        both = sorted(set(names) & set(base))
+        if both:
+            raise SweepError(f"{option_name(both[0])} is both fixed and swept")
+        set_(self, "base", types.MappingProxyType(base))
+        set_(self, "axes", axes)
+        if isinstance(self.runs, bool) or not isinstance(self.runs, int | np.integer) \
+                or self.runs < 1:
+            raise SweepError(f"--runs must be a positive integer, got {self.runs!r}")
+        set_(self, "runs", int(self.runs))
+        try:
+            deltas = tuple(float(x) for x in self.deltas)
+        except (TypeError, ValueError):
+            raise SweepError(f"--delta must be numbers in (0, 2], got {self.deltas!r}") from None
+        if not deltas or any(not 0 < x <= 2 for x in deltas) or len(set(deltas)) != len(deltas):
+            raise SweepError(f"--delta must be distinct numbers in (0, 2], got {list(deltas)}")
+        set_(self, "deltas", deltas)
+        if not 0 < float(self.eps) < math.pi:
+            raise SweepError(f"--eps must be in (0, pi) radians, got {self.eps!r}")
+        set_(self, "eps", float(self.eps))
+        if self.seed is not None:
+            if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer) \
+                    or self.seed < 0:
+                raise SweepError(f"--seed must be a non-negative integer, got {self.seed!r}")
+            set_(self, "seed", int(self.seed))
+        levels = tuple(float(q) for q in self.levels)
+        if not levels or any(not 0 < q < 1 for q in levels):
+            raise SweepError(f"levels must be in (0, 1), got {list(levels)}")
+        set_(self, "levels", levels)
+        set_(self, "positions", bool(self.positions))
+        set_(self, "_configs", self._build())
+
+    # ------------------------------------------------------------ the grid
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Swept fields, in grid order."""
+        return tuple(k for k, _ in self.axes)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Grid shape (one length per axis; ``()`` for a single point)."""
+        return tuple(len(v) for _, v in self.axes)
+
+    @property
+    def points(self) -> int:
+        """Number of grid points."""
+        return math.prod(self.shape)
+
+    def point_values(self, point: int) -> dict[str, Any]:
+        """The swept values at flat grid index ``point`` (C order)."""
+        index = np.unravel_index(point, self.shape) if self.axes else ()
+        return {k: v[int(i)] for (k, v), i in zip(self.axes, index, strict=True)}
+
+    def iter_points(self) -> Iterator[dict[str, Any]]:
+        """The swept values of every grid point, in flat (C) order."""
+        for combo in itertools.product(*(v for _, v in self.axes)):
+            yield dict(zip(self.names, combo, strict=True))
+
+    def config(self, point: int) -> SimulationConfig:
+        """The configuration of grid point ``point`` (one system, ``batch=None``;
+        ``seed`` the point's seed once the spec is :meth:`resolved`)."""
+        return self._configs[point]
+
+    def _build(self) -> tuple[SimulationConfig, ...]:
+        configs = []
+        times = None
+        for point, values in enumerate(self.iter_points()):
+            merged = {**self.base, **values}
+            if merged.get("model") == "kuramoto":
+                merged.setdefault("beta", 0.0)
+            missing = [option_name(k) for k in ("n", "d", "beta") if k not in merged]
+            if missing:
+                raise SweepError(f"missing parameter(s) {', '.join(missing)}")
+            if "seed" in merged:
+                raise SweepError("--seed is the root seed of the sweep")
+            where = (" at " + ", ".join(f"{option_name(k)} {v!r}" for k, v in values.items())
+                     if values else "")
+            seed = None if self.seed is None else sweep_point_seed(self.seed, point)
+            try:
+                config = SimulationConfig(**merged, seed=seed)
+            except (TypeError, ValueError) as exc:
+                text = " ".join(str(exc).split())
+                name = text.split(" ", 1)[0]
+                if name in _FIELDS:
+                    text = option_name(name) + text[len(name):]
+                raise SweepError(text + where) from None
+            if config.init == "array":
+                raise SweepError("--init: a sweep draws its initial positions (no arrays)")
+            if config.weight_draws != "shared":
+                raise SweepError(
+                    "--weight-draws: a sweep supports 'shared' draws only (every system of a "
+                    "grid point is an independent start with the point's weights)")
+            t = config.output_times()
+            if times is None:
+                times = t
+            elif t.shape != times.shape or not np.array_equal(t, times):
+                raise SweepError(
+                    "every grid point must save at the same times (the time axis is shared); "
+                    f"the save times differ{where} (T, dt, save_every or save_times)")
+            configs.append(config)
+        if self.positions and len({(c.n, c.d) for c in configs}) > 1:
+            raise SweepError("--positions needs the same --n and --d at every grid point")
+        return tuple(configs)
+
+    @property
+    def times(self) -> np.ndarray:
+        """Save times shared by every grid point, shape (frames,)."""
+        return self._configs[0].output_times()
+
+    @property
+    def max_n(self) -> int:
+        """Largest number of tokens on the grid (the length of the ``clusters`` axis)."""
+        return max(c.n for c in self._configs)
+
+    # ---------------------------------------------------------- resolution
+    def resolved(self) -> SweepSpec:
+        """A copy with a concrete root seed (fresh entropy when ``seed`` is None)."""
+        if self.seed is not None:
+            return self
+        return dataclasses.replace(self, seed=fresh_seed(), _configs=())
+
+    def replace(self, **changes: Any) -> SweepSpec:
+        """A validated copy with some attributes changed."""
+        return dataclasses.replace(self, **changes, _configs=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable description (round trip through :meth:`from_dict`)."""
+        return {
+            "base": {k: _jsonable(v) for k, v in self.base.items()},
+            "axes": [[k, _jsonable(v)] for k, v in self.axes],
+            "runs": self.runs,
+            "deltas": list(self.deltas),
+            "seed": None if self.seed is None else str(self.seed),
+            "eps": self.eps,
+            "levels": list(self.levels),
+            "positions": self.positions,
+        }
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as a JSON string."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SweepSpec:
+        """Inverse of :meth:`to_dict`."""
+        base = {k: tuple(v) if isinstance(v, list) else v for k, v in data["base"].items()}
+        return cls(
+            base=base,
+            axes=tuple((k, tuple(v)) for k, v in data["axes"]),
+            runs=int(data["runs"]),
+            deltas=tuple(data["deltas"]),
+            seed=None if data.get("seed") is None else int(data["seed"]),
+            eps=float(data["eps"]),
+            levels=tuple(data["levels"]),
+            positions=bool(data.get("positions", False)),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> SweepSpec:
+        """Inverse of :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, tuple[Any, ...]], *, axes: tuple[str, ...] = (),
+                    **kwargs: Any) -> SweepSpec:
+        """A spec from field -> values (as :func:`parse_value` gives): a field with
+        several values, or named in ``axes``, is an axis (in the order of
+        ``values``); the others are fixed."""
+        base, grid = {}, []
+        for k, v in values.items():
+            v = tuple(v)
+            if len(v) > 1 or k in axes:
+                grid.append((k, v))
+            else:
+                base[k] = v[0]
+        return cls(base=base, axes=tuple(grid), **kwargs)

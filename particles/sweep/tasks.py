@@ -1,0 +1,308 @@
+"""Tasks of a sweep: a chunk of systems at one grid point, run as one ensemble.
+
+:func:`run_task` runs the systems ``[start, stop)`` of one grid point as one
+batch through the engine (one compiled call per save interval for all of
+them) and reduces every saved frame at once to per-system statistics; the
+positions of a frame are dropped once reduced (kept only with
+``positions=True``).  Per system and save time:
+
+* ``pair_counts``: pairs ``i < j`` with ``<x_i, x_j> > 1 - delta``, one count
+  per threshold (compiled, one pass over the pairs for every delta);
+* ``cluster_count``: clusters of the components detector
+  (:func:`particles.analysis.components.component_labels`, linking distance
+  ``eps``);
+* ``energy``, ``order_parameter``: the engine's ``pairwise`` observers
+  (:mod:`particles.observables`);
+
+and per system: the formation and first-merge times of its cluster-count
+series (:mod:`particles.analysis.merges`: the first long-lived plateau, NaN
+when not seen), and ``single_cluster_time``, the first save time with one
+cluster (inf if never).
+
+Seeds (:mod:`particles.seeds`): system ``s`` of grid point ``g`` draws its
+initial positions from spawn key ``(3, g, s, 0)`` and its noise from
+``(3, g, s, 2)`` of the sweep's root seed; shared random weights and
+frequencies come from the point's seed ``(3, g)``.  So a system's numbers do
+not depend on the task it runs in: results are bitwise identical whatever
+the chunk size, worker count or backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from particles._numba import jit, prange
+from particles.analysis.components import component_labels
+from particles.analysis.merges import DEFAULT_MIN_DECADES
+from particles.config import SimulationConfig, parse_init
+from particles.seeds import sweep_noise_keys, sweep_system_rng
+from particles.sphere import INITIAL_CONDITIONS
+
+__all__ = ["Task", "TaskResult", "count_dtype", "run_task", "system_positions"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work: systems ``[start, stop)`` of grid point ``point``.
+
+    Picklable (plain numbers, strings and a dict), so any backend can ship it.
+
+    Attributes
+    ----------
+    point : int
+        Flat grid index.
+    config : dict
+        The point's resolved configuration (``SimulationConfig.to_dict()``,
+        one system, the point's seed).
+    start, stop : int
+        System range.
+    seed : int
+        Root seed of the sweep.
+    deltas : tuple of float
+        Close-pair thresholds.
+    eps : float
+        Linking distance of the cluster detection (radians).
+    positions : bool
+        Return every frame's positions too.
+    min_decades, time_unit : float
+        Plateau settings of the time scales (:mod:`particles.analysis.merges`).
+    """
+
+    point: int
+    config: dict[str, Any]
+    start: int
+    stop: int
+    seed: int
+    deltas: tuple[float, ...]
+    eps: float
+    positions: bool = False
+    min_decades: float = DEFAULT_MIN_DECADES
+    time_unit: float = 1.0
+
+    @property
+    def systems(self) -> int:
+        """Number of systems of the task."""
+        return self.stop - self.start
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """Per-system statistics of a task (``m = stop - start`` systems, ``F`` frames).
+
+    Attributes
+    ----------
+    point, start, stop : int
+        As in :class:`Task`.
+    pair_counts : ndarray of int64, shape (m, F, deltas)
+    cluster_count : ndarray of int64, shape (m, F)
+    energy, order_parameter : ndarray, shape (m, F)
+    formation_time, first_merge_time : ndarray, shape (m,)
+        NaN where not seen.
+    single_cluster_time : ndarray, shape (m,)
+        inf where never one cluster.
+    positions : ndarray, shape (m, F, n, d), or None
+    seconds : float
+        Wall time of :func:`run_task`.
+    """
+
+    point: int
+    start: int
+    stop: int
+    pair_counts: np.ndarray
+    cluster_count: np.ndarray
+    energy: np.ndarray
+    order_parameter: np.ndarray
+    formation_time: np.ndarray
+    first_merge_time: np.ndarray
+    single_cluster_time: np.ndarray
+    positions: np.ndarray | None = None
+    seconds: float = 0.0
+
+
+def count_dtype(maximum: int) -> np.dtype:
+    """Smallest unsigned integer type holding ``0 .. maximum``."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if maximum <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.uint64)
+
+
+# ------------------------------------------------------------ compiled kernels
+@jit(parallel=True)
+def _close_pairs(Xb, thresholds, out):
+    """out[b, k] = #{i < j : <x_i, x_j> > thresholds[k]} for Xb (B, n, d)."""
+    B, n, d = Xb.shape
+    K = thresholds.shape[0]
+    for b in prange(B):
+        X = Xb[b]
+        for k in range(K):
+            out[b, k] = 0
+        for i in range(n - 1):
+            for j in range(i + 1, n):
+                s = 0.0
+                for a in range(d):
+                    s += X[i, a] * X[j, a]
+                for k in range(K):
+                    if s > thresholds[k]:
+                        out[b, k] += 1
+
+
+def close_pairs(x: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """Pairs ``i < j`` with ``<x_i, x_j> > 1 - delta`` of every system (compiled).
+
+    Parameters
+    ----------
+    x : ndarray, shape (m, n, d)
+    deltas : ndarray, shape (k,)
+
+    Returns
+    -------
+    ndarray of int64, shape (m, k)
+    """
+    xb = np.ascontiguousarray(x, dtype=np.float64)
+    out = np.zeros((xb.shape[0], len(deltas)), dtype=np.int64)
+    _close_pairs(xb, 1.0 - np.asarray(deltas, dtype=np.float64), out)
+    return out
+
+
+def close_pairs_reference(x: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """Plain NumPy twin of :func:`close_pairs` (Gram matrices)."""
+    x = np.asarray(x, dtype=np.float64)
+    iu = np.triu_indices(x.shape[1], 1)
+    g = np.einsum("bia,bja->bij", x, x)[:, iu[0], iu[1]]
+    thr = 1.0 - np.asarray(deltas, dtype=np.float64)
+    return (g[:, :, None] > thr[None, None, :]).sum(axis=1).astype(np.int64)
+
+
+@jit
+def _timescales(times, counts, min_decades, time_unit, formation, first_merge):
+    """Formation and first-merge time of every series counts[b] (F,), as
+    :func:`particles.analysis.merges.find_timescales` of its plateaus."""
+    B, F = counts.shape
+    for b in range(B):
+        formation[b] = np.nan
+        first_merge[b] = np.nan
+        a = 0
+        for k in range(1, F + 1):
+            if k < F and counts[b, k] == counts[b, k - 1]:
+                continue
+            censored = k == F
+            e = F - 1 if censored else k  # first frame after the plateau, or the last
+            last = e if censored else e - 1
+            t_last = times[last]
+            if t_last > 0.0:
+                length = np.log10(t_last / max(times[a], time_unit))
+            else:
+                length = -np.inf
+            if length >= min_decades:
+                formation[b] = times[a]
+                if not censored:
+                    first_merge[b] = times[e]
+                break
+            a = k
+
+
+def timescales(times: np.ndarray, counts: np.ndarray, *, min_decades: float = DEFAULT_MIN_DECADES,
+               time_unit: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Formation and first-merge times of cluster-count series (compiled).
+
+    Parameters
+    ----------
+    times : ndarray, shape (F,)
+    counts : ndarray of int, shape (m, F)
+
+    Returns
+    -------
+    formation_time, first_merge_time : ndarray, shape (m,)
+        NaN where not seen (the definitions of :mod:`particles.analysis.merges`).
+    """
+    c = np.ascontiguousarray(counts, dtype=np.int64)
+    form = np.empty(c.shape[0])
+    merge = np.empty(c.shape[0])
+    if c.shape[1]:
+        _timescales(np.ascontiguousarray(times, dtype=np.float64), c, float(min_decades),
+                    float(time_unit), form, merge)
+    else:
+        form[:] = merge[:] = np.nan
+    return form, merge
+
+
+# ------------------------------------------------------------------- running
+def system_positions(config: SimulationConfig, seed: int, point: int, start: int,
+                     stop: int) -> np.ndarray:
+    """Initial positions of systems ``[start, stop)`` of grid point ``point``,
+    each drawn from its own generator (:func:`particles.seeds.sweep_system_rng`).
+
+    Returns
+    -------
+    ndarray, shape (stop - start, n, d)
+    """
+    name, param = parse_init(config.init)
+    entry = INITIAL_CONDITIONS[name]
+    if entry.sample is None:
+        raise ValueError(f"init={name!r} needs given positions; a sweep draws them")
+    n, d = config.n, config.d
+    out = np.empty((stop - start, n, d))
+    for k, s in enumerate(range(start, stop)):
+        x = entry.sample(n, d, param, rng=sweep_system_rng(seed, point, s), batch=1)
+        out[k] = np.asarray(x, dtype=np.float64).reshape(n, d)
+    return out
+
+
+def run_task(task: Task) -> TaskResult:
+    """Run one task and reduce its frames to per-system statistics.
+
+    Parameters
+    ----------
+    task : Task
+
+    Returns
+    -------
+    TaskResult
+
+    Raises
+    ------
+    IntegrationError
+        The integration failed (non-finite state, stalled adaptive step).
+    """
+    import time
+
+    from particles.engine import iter_frames
+
+    t0 = time.perf_counter()
+    m = task.systems
+    base = SimulationConfig.from_dict(task.config)
+    config = base.replace(batch=m, init="array", observables=("pairwise",), positions="none")
+    x0 = system_positions(base, task.seed, task.point, task.start, task.stop)
+    keys = sweep_noise_keys(task.seed, task.point, range(task.start, task.stop))
+    times = config.output_times()
+    F = times.size
+    deltas = np.asarray(task.deltas, dtype=np.float64)
+    pairs = np.empty((m, F, deltas.size), dtype=np.int64)
+    counts = np.empty((m, F), dtype=np.int64)
+    energy = np.empty((m, F))
+    order = np.empty((m, F))
+    pos = np.empty((m, F, config.n, config.d)) if task.positions else None
+    for frame in iter_frames(config, x0, keys=keys):
+        k = frame.index
+        X = frame.positions
+        pairs[:, k] = close_pairs(X, deltas)
+        counts[:, k] = component_labels(X, task.eps)[1]
+        energy[:, k] = frame.observables["energy"]
+        order[:, k] = frame.observables["order_parameter"]
+        if pos is not None:
+            pos[:, k] = X
+    formation, first_merge = timescales(times, counts, min_decades=task.min_decades,
+                                        time_unit=task.time_unit)
+    one = counts == 1
+    first_one = np.argmax(one, axis=1)
+    single = np.where(one.any(axis=1), times[first_one], np.inf)
+    return TaskResult(
+        point=task.point, start=task.start, stop=task.stop, pair_counts=pairs,
+        cluster_count=counts, energy=energy, order_parameter=order,
+        formation_time=formation, first_merge_time=first_merge, single_cluster_time=single,
+        positions=pos, seconds=time.perf_counter() - t0,
+    )
