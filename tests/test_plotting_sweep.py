@@ -127,7 +127,10 @@ def test_grid_axes_and_settings():
     assert grid_axes(ds) == ["beta", "d"]
     assert sweep_setting(ds, "model") == "sa"
     assert sweep_setting(ds.isel(d=[1]), "d") == 3  # a swept axis fixed to one value
-    assert sweep_setting(ds, "dt", 0.1) == 0.1
+    assert sweep_setting(ds, "nothing", 0.1) == 0.1
+    # a stored configuration leaves defaults out
+    ds.attrs["config"] = json.dumps({"n": 8, "d": 2})
+    assert sweep_setting(ds, "model") == "sa" and sweep_setting(ds, "usa_scale") == "n"
 
 
 # ------------------------------------------------------------ figures

@@ -8,6 +8,7 @@ killed at its end, whatever happens.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,14 +16,18 @@ import sys
 import time
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
+from clitools import invoke, ok, usage_error
 
 pytest.importorskip("distributed")
 
 from distributed import Client
 
-from particles.sweep.dask import DaskBackend, SweepError, scheduler_address
+from particles.errors import SweepError
+from particles.sweep import LocalBackend, SweepSpec, make_backend, run_sweep
+from particles.sweep.dask import DaskBackend, scheduler_address
 
 HERE = Path(__file__).resolve().parent
 DASK = str(Path(sys.executable).with_name("dask"))
@@ -108,35 +113,41 @@ def fails_on_three(i: int) -> int:
     return i
 
 
-ENSEMBLE = dict(model="sa", integrator="euler", dt=0.1, T=2.0, save_every=5, batch=6)
+#: tasks of about a second on a loaded machine (150 systems of n = 32 for 300 Euler
+#: layers), so a worker can be killed while it runs one.
+SPEC = SweepSpec(base=dict(n=32, d=2, integrator="euler", dt=0.1, T=30.0, save_every=20),
+                 axes=(("beta", (1.0, 4.0)),), runs=600, seed=5)
 
 
-def ensemble(seed: int) -> np.ndarray:
-    """A compiled task: the final tokens of a small ensemble, (6, 8, 2)."""
-    from particles import simulate
+def contents(path: Path) -> dict[str, np.ndarray]:
+    """Every dataset under /sweep (per-system results, done flags, statistics)."""
+    out: dict[str, np.ndarray] = {}
+    with h5py.File(path, "r") as f:
+        f["sweep"].visititems(lambda k, v: out.__setitem__(k, v[()])
+                              if isinstance(v, h5py.Dataset) else None)
+        out["attrs"] = np.array(json.dumps({k: str(v) for k, v in f["parameters"].attrs.items()
+                                            if k not in ("created", "modified")}))
+    return out
 
-    return simulate(8, 2, 1.0, seed=seed, **ENSEMBLE).positions[-1]
+
+def assert_same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        if a[k].dtype.kind in "fc":
+            assert a[k].tobytes() == b[k].tobytes(), k
+        else:
+            assert np.array_equal(a[k], b[k]), k
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory):
+    """SPEC run by the local backend in this process, one task per grid point."""
+    path = tmp_path_factory.mktemp("local") / "local.h5"
+    run_sweep(SPEC, path, backend=LocalBackend(), chunk=SPEC.runs)
+    return path
 
 
 # ------------------------------------------------------------ tests
-
-
-def test_results_equal_local_bitwise_and_each_worker_compiles_once(dask_cluster):
-    seeds = list(range(8))
-    with DaskBackend(scheduler_file=dask_cluster.file) as backend:
-        assert backend.workers == 2
-        got = dict(backend.map_unordered(ensemble, seeds))
-        stats = backend.stats
-    assert sorted(got) == seeds
-    for seed in seeds:
-        assert ensemble(seed).tobytes() == got[seed].tobytes()
-    # compiled in the first task a worker ran, never again
-    first: dict[str, int] = {}
-    for k, s in enumerate(stats):
-        first.setdefault(s.worker, k)
-    assert len(first) == 2, stats  # both workers took tasks
-    for k, s in enumerate(stats):
-        assert (s.compile_seconds > 0) == (k == first[s.worker]), stats
 
 
 def test_unordered_results_and_a_given_client_stays_open(dask_cluster):
@@ -238,3 +249,67 @@ def test_address_from_the_environment(dask_cluster, monkeypatch):
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS")
     with pytest.raises(SweepError, match="no Dask scheduler given"):
         DaskBackend()
+
+
+# ------------------------------------------------------------ whole sweeps
+
+
+def test_sweep_on_dask_equals_the_local_sweep_bitwise(dask_cluster, local_sweep, tmp_path):
+    out = tmp_path / "dask.h5"
+    with make_backend(scheduler_file=dask_cluster.file) as backend:
+        assert isinstance(backend, DaskBackend)
+        result = run_sweep(SPEC, out, backend=backend, chunk=150)
+        stats = backend.stats
+    assert result.complete and result.tasks_run == 8
+    assert_same(contents(local_sweep), contents(out))
+    # each worker compiled in the first task it ran, never again
+    first: dict[str, int] = {}
+    for k, s in enumerate(stats):
+        first.setdefault(s.worker, k)
+    assert len(first) == 2, stats  # both workers took tasks
+    for k, s in enumerate(stats):
+        assert (s.compile_seconds > 0) == (k == first[s.worker]), stats
+
+
+def test_cli_sweep_on_a_scheduler_file_equals_the_local_sweep(dask_cluster, local_sweep,
+                                                              tmp_path):
+    out = tmp_path / "cli.h5"
+    ok(invoke("sweep", "--n", 32, "--d", 2, "--integrator", "euler", "--dt", 0.1, "--T", 30,
+              "--save-every", 20, "--beta", "1,4", "--runs", 600, "--seed", 5, "--chunk", 300,
+              "--out", out, "--scheduler-file", dask_cluster.file))
+    assert_same(contents(local_sweep), contents(out))
+
+
+def test_cli_unreachable_scheduler_is_one_line_exit_2_quickly(tmp_path):
+    out = tmp_path / "s.h5"
+    start = time.monotonic()
+    result = invoke("sweep", "--n", 6, "--d", 2, "--beta", "1,2", "--runs", 2, "--T", 1,
+                    "--out", out, "--scheduler", f"tcp://127.0.0.1:{_free_port()}")
+    usage_error(result, "cannot reach the Dask scheduler at tcp://127.0.0.1:")
+    assert time.monotonic() - start < 15
+    assert not out.exists() and not list(tmp_path.iterdir())
+    usage_error(invoke("sweep", "--n", 6, "--d", 2, "--beta", "1,2", "--out", out,
+                       "--scheduler-file", tmp_path / "nope.json"), "does not exist")
+
+
+def test_killed_worker_mid_sweep_gives_the_same_file(dask_cluster, local_sweep, tmp_path):
+    """Last in the module: it leaves the cluster one worker."""
+    out = tmp_path / "killed.h5"
+    killed: list = []
+    with DaskBackend(scheduler_file=dask_cluster.file) as backend:
+        client = backend.client
+        nannies = client.run(os.getppid)  # worker address -> its nanny: the process group
+
+        def kill_a_busy_worker() -> bool:  # polled after every finished task
+            if not killed:
+                busy = {w: keys for w, keys in client.processing().items() if keys}
+                victim = sorted(busy)[0]
+                killed.append((victim, list(busy[victim])))
+                os.killpg(nannies[victim], signal.SIGKILL)  # gone for good: no restart
+            return False
+
+        result = run_sweep(SPEC, out, backend=backend, chunk=150,
+                           should_stop=kill_a_busy_worker)
+    assert killed and killed[0][1], killed  # it was running a task
+    assert result.complete and result.tasks_run == 8
+    assert_same(contents(local_sweep), contents(out))

@@ -259,7 +259,21 @@ def sweep_setting(ds: Any, name: str, default: Any = None) -> Any:
     if name in ds.coords and ds[name].size == 1:
         value = ds[name].values.reshape(-1)[0]
         return value.item() if hasattr(value, "item") else value
-    return _base_config(ds).get(name, default)
+    base = _base_config(ds)
+    if name in base:
+        return base[name]
+    return _config_defaults().get(name, default)
+
+
+def _config_defaults() -> dict[str, Any]:
+    """Defaults of :class:`~particles.config.SimulationConfig` (a stored
+    configuration leaves them out)."""
+    import dataclasses
+
+    from particles.config import SimulationConfig
+
+    return {f.name: f.default for f in dataclasses.fields(SimulationConfig)
+            if f.default is not dataclasses.MISSING}
 
 
 def _pick(ds: Any, where: Mapping[str, Any] | None) -> Any:
@@ -603,12 +617,17 @@ def plot_sweep_curve(
     else:
         ax.plot(x, np.asarray(da.transpose(axis).values, float), color=_COLORS[0], marker="o",
                 ms=3, label=_label(stat))
+    drawn = [np.asarray(ln.get_ydata(), dtype=np.float64) for ln in ax.get_lines()]
+    if not any(np.isfinite(y).any() for y in drawn):
+        ax.text(0.5, 0.5, "not reached by any system (∞)", transform=ax.transAxes,
+                ha="center", va="center", color="0.4")
     gamma = _kuramoto_gamma(ds)
     if theory and stat == "order_parameter_mean" and axis == "coupling" and gamma is not None:
         fine = np.linspace(float(x.min()), float(x.max()), 400)
         ax.plot(fine, kuramoto_lorentzian_r(fine, gamma), color="k", ls="--",
                 label=f"√(1 \u2212 2\u03b3/K), \u03b3 = {gamma:g} (n → ∞)")
-    if log if log is not None else stat in LOG_STATISTICS:
+    positive = any((np.isfinite(y) & (y > 0)).any() for y in drawn)
+    if (log if log is not None else stat in LOG_STATISTICS) and positive:
         ax.set_yscale("log")
     ax.set_xlabel(_axis_label(axis))
     ax.set_ylabel(_label(stat))

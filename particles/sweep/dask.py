@@ -52,12 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-try:
-    from particles.errors import SweepError
-except ImportError:  # until particles.errors has it (branch sweepcore)
+import distributed  # noqa: F401 - missing: make_backend says "pip install 'dask[distributed]'"
 
-    class SweepError(ValueError):
-        """A sweep cannot run as asked (one line)."""
+from particles.errors import SweepError
 
 __all__ = ["DEFAULT_TIMEOUT", "DaskBackend", "TaskStat", "scheduler_address"]
 
@@ -244,9 +241,11 @@ class DaskBackend:
         self._owns_client = True
         self._token = uuid.uuid4().hex[:8]
         self._maps = itertools.count()
+        self._pending: dict[str, Any] = {}  # key -> future of the maps in progress
 
         from distributed import Client
 
+        self.client = None
         if client is not None:
             if isinstance(client, Client):
                 self.client, self._owns_client = client, False
@@ -326,14 +325,17 @@ class DaskBackend:
         prefix = f"particles-{name}-{self._token}-{next(self._maps)}"
         pending = {}
         submitted = {}
+        self._pending = mine = {}
         for i, item in enumerate(items):
             future = self.client.submit(call, item, key=f"{prefix}-{i}", pure=False,
                                         retries=self.retries)
             pending[future.key] = (future, i)
+            mine[future.key] = future
             submitted[future.key] = time.perf_counter()
         try:
             for future in as_completed([f for f, _ in pending.values()], loop=self.client.loop):
                 _, i = pending.pop(future.key)
+                mine.pop(future.key, None)
                 try:
                     envelope = future.result()
                 except KilledWorker as exc:
@@ -349,12 +351,24 @@ class DaskBackend:
                                            envelope.compile_seconds, roundtrip))
                 yield items[i], envelope.result
         finally:
-            if pending:
-                self.client.cancel([f for f, _ in pending.values()], force=True)
+            self._cancel(mine)
+
+    def _cancel(self, futures: dict[str, Any]) -> None:
+        if futures and self.client is not None:
+            try:
+                self.client.cancel(list(futures.values()), force=True)
+            except Exception:  # the scheduler is gone: nothing left to cancel
+                pass
+            futures.clear()
 
     def close(self) -> None:
-        """Close the client this backend made (a given client, and clusters, stay open)."""
-        if self._owns_client and self.client is not None:
+        """Cancel the tasks of a map stopped early (Ctrl-C, a failed write) and close
+        the client this backend made (a given client, and clusters, stay open).
+        Idempotent."""
+        if self.client is None:
+            return
+        self._cancel(self._pending)
+        if self._owns_client:
             self.client.close(timeout=self.timeout)
         self.client = None
 
