@@ -251,3 +251,76 @@ def test_save_sweep_plot(tmp_path):
     with pytest.raises(OutputExistsError):
         save_sweep_plot(ds, "phase-diagram", out)
     save_sweep_plot(ds, "curve", out, overwrite=True, stat="first_merge_time", dpi=40)
+
+
+# ------------------------------------------------------------ particles plot SWEEP.h5
+
+
+@pytest.fixture(scope="module")
+def sweep_file(tmp_path_factory):
+    """A small real sweep (two betas, nine systems each)."""
+    from particles.sweep import SweepSpec, run_sweep
+
+    spec = SweepSpec(base=dict(n=6, d=2, integrator="euler", dt=0.1, T=2.0, save_every=2),
+                     axes=(("beta", (1.0, 5.0)),), runs=9, seed=11)
+    path = tmp_path_factory.mktemp("sweep") / "s.h5"
+    run_sweep(spec, path)
+    return path
+
+
+def _png(path) -> bool:
+    return path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_plots_every_sweep_kind(sweep_file, tmp_path):
+    from clitools import invoke, ok
+
+    from particles.sweep import load
+
+    result = invoke("plot", sweep_file, "--dpi", 30)  # default: the phase diagram
+    ok(result)
+    default = sweep_file.with_name("s_phase-diagram.png")
+    assert result.output.strip() == str(default) and _png(default)
+    for args in (["--kind", "clusters", "--times", "1,2"],
+                 ["--kind", "curve", "--stat", "first_merge_time"],
+                 ["--kind", "curve", "--stat", "pair_fraction", "--delta", "0.01", "--linear"],
+                 ["--kind", "phase-diagram", "--delta", "0.1", "--where", "beta=5"]):
+        out = tmp_path / f"{args[1]}{len(args)}.png"
+        ok(invoke("plot", sweep_file, *args, "--out", out, "--dpi", 30))
+        assert _png(out)
+    ds = load(sweep_file)
+    fig = sweep_figure(ds, "phase-diagram")
+    assert np.asarray(fig.axes[0].collections[0].get_array()).size == ds.sizes["time"] * 2
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--kind", "histogram"], "'histogram' draws a trajectory"),
+        (["--kind", "curve"], "the curve kind needs a statistic"),
+        (["--kind", "curve", "--stat", "nope"], "'nope' is not a statistic"),
+        (["--axis", "d"], "'d' is not an axis"),
+        (["--where", "d=3"], "'d' is not an axis"),
+        (["--where", "beta"], "must be AXIS=VALUE"),
+        (["--system", "1"], "is for trajectory files"),
+        (["--out", "x.txt"], "is not a format a picture can be written to"),
+    ],
+)
+def test_cli_bad_sweep_plots_are_one_line(sweep_file, tmp_path, args, fragment):
+    from clitools import invoke, usage_error
+
+    if "--out" not in args:
+        args = [*args, "--out", tmp_path / "p.png"]
+    usage_error(invoke("plot", sweep_file, *args), fragment)
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_cli_sweep_kinds_and_options_refused_for_other_files(tmp_path):
+    import h5py
+    from clitools import invoke, usage_error
+
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w"):
+        pass
+    usage_error(invoke("plot", other, "--kind", "phase-diagram"), "draws a sweep file")
+    usage_error(invoke("plot", other, "--stat", "cluster_mean"), "is for sweep files")
