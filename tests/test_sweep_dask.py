@@ -191,12 +191,16 @@ def test_killed_worker_mid_map_is_replaced_and_its_task_rerun(dask_cluster):
     assert len({s.worker for s in backend.stats}) >= 2
 
 
-def test_cluster_object_is_accepted(dask_cluster):
-    class FakeCluster:  # what SLURMCluster and LocalCluster share: scheduler_address
-        scheduler_address = scheduler_address(dask_cluster.file)
+def test_cluster_object_is_accepted():
+    from distributed import LocalCluster
 
-    with DaskBackend(client=FakeCluster()) as backend:
-        assert dict(backend.map_unordered(square_slowly, [(3, 0.0)])) == {(3, 0.0): 9}
+    # what SLURMCluster (dask-jobqueue) is too: a cluster object with a scheduler_address
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster:
+        with DaskBackend(client=cluster) as backend:
+            assert backend.address == cluster.scheduler_address
+            assert dict(backend.map_unordered(square_slowly, [(3, 0.0)])) == {(3, 0.0): 9}
+        assert cluster.status.name == "running"  # the cluster is the caller's
 
 
 def _free_port() -> int:

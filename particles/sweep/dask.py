@@ -343,8 +343,8 @@ class DaskBackend:
                                      f"a row (out of memory?): {' '.join(str(exc).split())}"
                                      ) from None
                 except FutureCancelledError:
-                    raise SweepError("a sweep task was cancelled by the Dask scheduler "
-                                     "(was the scheduler restarted?)") from None
+                    raise SweepError(f"lost the Dask scheduler at {self.address} (stopped or "
+                                     "restarted?): its tasks were cancelled") from None
                 roundtrip = time.perf_counter() - submitted.pop(future.key)
                 future.release()
                 self.stats.append(TaskStat(envelope.worker, envelope.seconds,
