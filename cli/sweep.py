@@ -12,12 +12,9 @@ from particles_cli import interrupts
 from particles_cli.options import CONFIG_OPTIONS, default_text
 
 from particles.config import SimulationConfig
+from particles.sweep.grid import FIXED_ONLY, NOT_SWEPT, field_kind
 
-#: configuration fields a sweep sets itself (see particles.sweep.grid.NOT_SWEPT).
-_NOT_SWEPT = ("batch", "seed", "positions")
-_FIELDS = [f.name for f in dataclasses.fields(SimulationConfig) if f.name not in _NOT_SWEPT]
-#: fields whose command-line value is one value (see particles.sweep.grid.FIXED_ONLY).
-_FIXED_ONLY = ("save_times", "observables", "masses", "omega", "init", "Q", "K", "V")
+_FIELDS = [f.name for f in dataclasses.fields(SimulationConfig) if f.name not in NOT_SWEPT]
 
 
 def _help_of(field: str) -> str:
@@ -36,10 +33,14 @@ def _help_of(field: str) -> str:
 def _grid_options(f):
     """One string option per configuration field: a value, ``A,B,C`` or ``START:STOP:NUM``."""
     for field in reversed(_FIELDS):
-        form = "VALUE" if field in _FIXED_ONLY else "VALUE|A,B,..|START:STOP:NUM"
+        if field in FIXED_ONLY:
+            form, more = "VALUE", ""
+        elif field_kind(field) is str:
+            form, more = "VALUE|A,B,..", " A list sweeps it."
+        else:
+            form, more = "VALUE|A,B,..|START:STOP:NUM", " A list or an inclusive range sweeps it."
         default = default_text(field)
-        help_ = _help_of(field) + ("" if field in _FIXED_ONLY else " A list or an inclusive "
-                                   "range sweeps it.")
+        help_ = _help_of(field) + more
         f = click.option("--" + field.replace("_", "-"), field, type=str, metavar=form,
                          help=help_, show_default=default if default else False)(f)
     return f
@@ -156,23 +157,30 @@ def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
     import numpy as np
 
     from particles.errors import SweepError
+    from particles.io.sweep import read_header
     from particles.sweep.run import default_chunk, plan_tasks, read_spec, sweep_estimate
 
     try:
-        if spec is None:
-            spec = read_spec(out)
+        done = None
+        if resume:
+            header = read_header(out)
+            spec = spec or read_spec(out)
+            done = header.done
         spec = spec.resolved()
     except SweepError as exc:
         _fail(exc)
+    if done is None or done.shape != (spec.points, spec.runs):
+        done = np.zeros((spec.points, spec.runs), dtype=bool)
     size = chunk or default_chunk(spec, 1)
-    tasks = plan_tasks(spec, np.zeros((spec.points, spec.runs), dtype=bool), size)
+    tasks = plan_tasks(spec, done, size)
     est = sweep_estimate(spec)
     click.echo(f"{out} (dry run: nothing written)")
     axes = ", ".join(f"{k} ({len(v)})" for k, v in spec.axes) or "none (one point)"
     click.echo(f"grid         {spec.points} points: {axes}")
     click.echo(f"systems      {spec.runs} per point, {spec.points * spec.runs} in all")
     click.echo(f"frames       {len(spec.times)} save times per system")
-    click.echo(f"tasks        {len(tasks)} of at most {size} systems")
+    left = f" ({int(done.sum())} systems done)" if done.any() else ""
+    click.echo(f"tasks        {len(tasks)} of at most {size} systems{left}")
     for t in tasks[:5]:
         values = ", ".join(f"{k}={v!r}" for k, v in spec.point_values(t.point).items())
         click.echo(f"  point {t.point} ({values or 'fixed'}) systems {t.start}..{t.stop - 1}")

@@ -20,6 +20,7 @@ from particles.analysis.merges import find_plateaus, find_timescales
 from particles.config import SimulationConfig
 from particles.engine import run
 from particles.errors import RunInterrupted, SweepError
+from particles.observables import compute_observables
 from particles.sweep import (
     LocalBackend,
     SweepSpec,
@@ -32,8 +33,8 @@ from particles.sweep import (
     run_sweep,
 )
 from particles.sweep.tasks import (
-    close_pairs,
     close_pairs_reference,
+    frame_statistics,
     system_positions,
     timescales,
 )
@@ -114,6 +115,19 @@ def test_spec_validates_every_grid_point():
     assert spec.config(0).seed != spec.config(1).seed
 
 
+def test_reading_a_grid_loads_no_compiler():
+    from particles.analysis.components import DEFAULT_EPS
+    from particles.analysis.ensemble import DEFAULT_LEVELS
+    from particles.sweep import grid
+
+    assert (grid.DEFAULT_EPS, grid.DEFAULT_LEVELS) == (DEFAULT_EPS, DEFAULT_LEVELS)
+    code = ("import sys, particles_cli.sweep, particles.sweep\n"
+            "print(sorted(m for m in ('numba', 'h5py', 'particles.analysis') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout.strip()
+    assert out == "[]"
+
+
 def test_toml_file(tmp_path):
     path = tmp_path / "grid.toml"
     path.write_text('n = 6\nd = 2\nbeta = [1.0, 5.0]\nmodel = "sa,usa"\nruns = 4\n'
@@ -164,8 +178,15 @@ def test_close_pairs_and_timescales_match_their_twins():
     x = rng.standard_normal((5, 7, 3))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)
     x[0, 1] = x[0, 0]  # a coinciding pair
+    x[1, 3:] = x[1, 2]  # a cluster
     deltas = np.array([0.5, 0.1, 1e-9])
-    assert np.array_equal(close_pairs(x, deltas), close_pairs_reference(x, deltas))
+    masses = np.ones(7)
+    for beta in (0.0, 2.0):
+        pairs, counts, energy = frame_statistics(x, deltas, 0.3, beta, masses)
+        assert np.array_equal(pairs, close_pairs_reference(x, deltas))
+        assert np.array_equal(counts, [component_labels_reference(s, 0.3).max() + 1 for s in x])
+        np.testing.assert_allclose(energy, compute_observables(x, beta, masses)["energy"],
+                                   rtol=1e-13)
     times = np.concatenate([[0.0], np.logspace(-2, 3, 40)])
     counts = np.maximum(1, 6 - np.cumsum(rng.random((50, 41)) < 0.08, axis=1))
     counts[:5] = counts[:5, :1]  # constant series: censored at once
@@ -192,6 +213,19 @@ def test_results_match_an_ensemble_run_of_the_same_systems(reference):
             assert counts[s, k] == component_labels_reference(x, spec.eps).max() + 1
             assert np.array_equal(pairs[s, k], close_pairs_reference(x[None], spec.deltas)[0])
     np.testing.assert_allclose(energy, traj.observables["energy"].T, rtol=1e-6)
+
+
+def test_positions_are_stored_only_when_asked(reference, tmp_path):
+    spec = SPEC.replace(axes=(("beta", (5.0,)),), runs=3, positions=True)
+    run_sweep(spec, tmp_path / "pos.h5", chunk=2)
+    spec = spec.resolved()
+    x0 = system_positions(spec.config(0), spec.seed, 0, 0, 3)
+    traj = run(spec.config(0).replace(batch=3, init="array"), x0)
+    with h5py.File(tmp_path / "pos.h5", "r") as f:
+        stored = f["sweep/systems/positions"][0]
+    assert stored.tobytes() == traj.positions.transpose(1, 0, 2, 3).tobytes()
+    with h5py.File(reference, "r") as f:
+        assert "positions" not in f["sweep/systems"]
 
 
 @pytest.mark.parametrize("chunk", [1, 7])
@@ -312,6 +346,19 @@ def test_cli_dry_run_prints_tasks_and_writes_nothing(tmp_path):
     assert "tasks        4 of at most 5 systems" in result.output
     assert "point 1 (beta=5.0) systems 5..8" in result.output
     assert "time" in result.output and not out.exists()
+
+
+def test_cli_toml_grid(tmp_path):
+    toml = tmp_path / "grid.toml"
+    toml.write_text('n = 6\nd = 2\nbeta = [1.0, 2.0, 3.0]\nmodel = ["sa", "usa"]\n'
+                    'runs = 5\nseed = 3\n')
+    result = invoke("sweep", "--config", toml, "--dry-run", "--out", tmp_path / "t.h5")
+    ok(result)
+    assert "6 points: beta (3), model (2)" in result.output
+    assert "systems      5 per point" in result.output
+    toml.write_text("n = 6\nd = 2\nbeta = 1.0\nbatch = 4\n")
+    usage_error(invoke("sweep", "--config", toml, "--out", tmp_path / "t.h5"),
+                "unknown key 'batch'")
 
 
 def test_cli_unreadable_sweep_file_is_one_line(tmp_path):

@@ -119,5 +119,8 @@ def export_csv(path: str | Path, out: str | Path, *, variables: tuple[str, ...] 
         table.insert(0, "variable", name)
         frames.append(table)
     table = pd.concat(frames, ignore_index=True).reindex(columns=[*columns, "value"])
+    for c in ds.coords:
+        if ds[c].dtype.kind in "iu":  # integer coordinates stay integers (empty: missing)
+            table[c] = table[c].astype("Int64")
     table.to_csv(out, index=False)
     return len(table)

@@ -38,8 +38,6 @@ from typing import Any
 
 import numpy as np
 
-from particles.analysis.components import DEFAULT_EPS
-from particles.analysis.ensemble import DEFAULT_LEVELS
 from particles.config import SimulationConfig
 from particles.errors import SweepError
 from particles.seeds import fresh_seed, sweep_point_seed
@@ -49,9 +47,18 @@ __all__ = [
     "FIXED_ONLY",
     "NOT_SWEPT",
     "SweepSpec",
+    "field_kind",
     "parse_value",
     "read_sweep_file",
 ]
+
+#: default linking distance of the clusters, radians (that of
+#: :class:`particles.analysis.ClusterDetector`; not imported, so that reading a
+#: grid loads no compiler: a test checks they agree).
+DEFAULT_EPS = 0.05
+
+#: default quantile levels (those of :mod:`particles.analysis.ensemble`, likewise).
+DEFAULT_LEVELS = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 #: default thresholds ``delta`` of the close-pair fractions ``<x_i, x_j> > 1 - delta``.
 DEFAULT_DELTAS = (0.1, 0.01, 0.001)
@@ -74,7 +81,7 @@ def option_name(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _kind(name: str) -> type:
+def field_kind(name: str) -> type:
     """``int``, ``float`` or ``str``: how a command-line value of a field is read."""
     hint = _HINTS[name]
     args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
@@ -122,7 +129,7 @@ def parse_value(name: str, text: str) -> tuple[Any, ...]:
     text = str(text).strip()
     if not text:
         raise SweepError(f"{option_name(name)}: empty value")
-    kind = _kind(name)
+    kind = field_kind(name)
     if name in FIXED_ONLY:
         return (text,)
     if kind is not str and text.count(":") == 2 and "," not in text:

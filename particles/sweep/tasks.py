@@ -7,12 +7,17 @@ positions of a frame are dropped once reduced (kept only with
 ``positions=True``).  Per system and save time:
 
 * ``pair_counts``: pairs ``i < j`` with ``<x_i, x_j> > 1 - delta``, one count
-  per threshold (compiled, one pass over the pairs for every delta);
-* ``cluster_count``: clusters of the components detector
-  (:func:`particles.analysis.components.component_labels`, linking distance
-  ``eps``);
-* ``energy``, ``order_parameter``: the engine's ``pairwise`` observers
-  (:mod:`particles.observables`);
+  per threshold;
+* ``cluster_count``: the clusters of the components detector
+  (:func:`particles.analysis.components.component_labels`: connected
+  components of "geodesic distance < eps");
+* ``energy``: the ``energy`` observable (:mod:`particles.observables`; the
+  energy of the kernel that ran where one is defined);
+* ``order_parameter``: the ``order`` observer's ``r``;
+
+the first three from one compiled pass over the pairs of every system
+(:func:`frame_statistics`: one inner product per pair, the exponentials
+vectorised; tested against the detector and the observables);
 
 and per system: the formation and first-merge times of its cluster-count
 series (:mod:`particles.analysis.merges`: the first long-lived plateau, NaN
@@ -35,13 +40,14 @@ from typing import Any
 import numpy as np
 
 from particles._numba import jit, prange
-from particles.analysis.components import component_labels
 from particles.analysis.merges import DEFAULT_MIN_DECADES
 from particles.config import SimulationConfig, parse_init
+from particles.fastexp import exp_row
+from particles.observables import energy_definition, kernel_energy
 from particles.seeds import sweep_noise_keys, sweep_system_rng
 from particles.sphere import INITIAL_CONDITIONS
 
-__all__ = ["Task", "TaskResult", "count_dtype", "run_task", "system_positions"]
+__all__ = ["Task", "TaskResult", "frame_statistics", "run_task", "system_positions", "timescales"]
 
 
 @dataclass(frozen=True)
@@ -122,54 +128,121 @@ class TaskResult:
     seconds: float = 0.0
 
 
-def count_dtype(maximum: int) -> np.dtype:
-    """Smallest unsigned integer type holding ``0 .. maximum``."""
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if maximum <= np.iinfo(dt).max:
-            return np.dtype(dt)
-    return np.dtype(np.uint64)
-
-
 # ------------------------------------------------------------ compiled kernels
+@jit
+def _find(parent, i):
+    root = i
+    while parent[root] != root:
+        root = parent[root]
+    while parent[i] != root:  # path compression
+        nxt = parent[i]
+        parent[i] = root
+        i = nxt
+    return root
+
+
 @jit(parallel=True)
-def _close_pairs(Xb, thresholds, out):
-    """out[b, k] = #{i < j : <x_i, x_j> > thresholds[k]} for Xb (B, n, d)."""
+def _frame_stats(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
+    """One pass over the pairs i < j of every system b of Xb (B, n, d):
+
+    pairs[b, k] = #{<x_i, x_j> > thresholds[k]}; counts[b] = connected components
+    of ``<x_i, x_j> > cos_eps`` (the components detector's graph);
+    esum[b] = sum_{i<j} m_i m_j exp(beta (<x_i, x_j> - 1)) (beta > 0) or
+    sum_{i<j} m_i m_j <x_i, x_j> (beta = 0).
+    """
     B, n, d = Xb.shape
     K = thresholds.shape[0]
     for b in prange(B):
         X = Xb[b]
+        buf = np.empty(n)
+        parent = np.arange(n)
         for k in range(K):
-            out[b, k] = 0
+            pairs[b, k] = 0
+        e_acc = 0.0
         for i in range(n - 1):
-            for j in range(i + 1, n):
+            row = buf[i + 1:n]
+            for j in range(row.shape[0]):
                 s = 0.0
                 for a in range(d):
-                    s += X[i, a] * X[j, a]
-                for k in range(K):
-                    if s > thresholds[k]:
-                        out[b, k] += 1
+                    s += X[i, a] * X[i + 1 + j, a]
+                row[j] = s
+            for k in range(K):
+                t = thresholds[k]
+                c = 0
+                for j in range(row.shape[0]):
+                    if row[j] > t:
+                        c += 1
+                pairs[b, k] += c
+            for j in range(row.shape[0]):
+                if row[j] > cos_eps:
+                    ri = _find(parent, i)
+                    rj = _find(parent, i + 1 + j)
+                    if ri != rj:
+                        parent[max(ri, rj)] = min(ri, rj)
+            mrow = m[i + 1:n]
+            e = 0.0
+            if beta > 0.0:
+                for j in range(row.shape[0]):
+                    row[j] = beta * (row[j] - 1.0)
+                exp_row(row, row)
+            for j in range(row.shape[0]):
+                e += mrow[j] * row[j]
+            e_acc += m[i] * e
+        esum[b] = e_acc
+        c = 0
+        for i in range(n):
+            if _find(parent, i) == i:
+                c += 1
+        counts[b] = c
 
 
-def close_pairs(x: np.ndarray, deltas: np.ndarray) -> np.ndarray:
-    """Pairs ``i < j`` with ``<x_i, x_j> > 1 - delta`` of every system (compiled).
+def frame_statistics(x: np.ndarray, deltas: np.ndarray, eps: float, beta: float,
+                     masses: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Close pairs, cluster counts and the default energy of every system, in one
+    compiled pass over the pairs.
 
     Parameters
     ----------
     x : ndarray, shape (m, n, d)
     deltas : ndarray, shape (k,)
+    eps : float
+        Linking distance of the clusters (the components detector).
+    beta : float
+    masses : ndarray, shape (n,)
 
     Returns
     -------
-    ndarray of int64, shape (m, k)
+    pairs : ndarray of int64, shape (m, k)
+        As :func:`close_pairs`.
+    counts : ndarray of int64, shape (m,)
+        As :func:`particles.analysis.components.component_labels`.
+    energy : ndarray, shape (m,)
+        ``1/(2 beta N^2) sum_ij m_i m_j exp(beta <x_i, x_j>)`` (its beta = 0
+        limit ``1/(2 N^2) sum_ij m_i m_j <x_i, x_j>``), the default ``energy``
+        observable (:mod:`particles.observables`) to rounding.
     """
     xb = np.ascontiguousarray(x, dtype=np.float64)
-    out = np.zeros((xb.shape[0], len(deltas)), dtype=np.int64)
-    _close_pairs(xb, 1.0 - np.asarray(deltas, dtype=np.float64), out)
-    return out
+    B = xb.shape[0]
+    m = np.ascontiguousarray(masses, dtype=np.float64)
+    pairs = np.empty((B, len(deltas)), dtype=np.int64)
+    counts = np.empty(B, dtype=np.int64)
+    esum = np.empty(B)
+    _frame_stats(xb, 1.0 - np.asarray(deltas, dtype=np.float64), float(np.cos(eps)),
+                 float(beta), m, pairs, counts, esum)
+    N = m.sum()
+    diag = float(np.sum(m * m))
+    if beta > 0.0:
+        # off-diagonal pairs twice, the diagonal (exp(0) = 1) once
+        scale = np.exp(beta) / (2.0 * beta) if beta < 709.0 else np.inf
+        energy = scale * (diag + 2.0 * esum) / (N * N)
+    else:
+        energy = (diag + 2.0 * esum) / (2.0 * N * N)
+    return pairs, counts, energy
 
 
 def close_pairs_reference(x: np.ndarray, deltas: np.ndarray) -> np.ndarray:
-    """Plain NumPy twin of :func:`close_pairs` (Gram matrices)."""
+    """Plain NumPy twin of the close-pair counts of :func:`frame_statistics`
+    (Gram matrices): shape (m, k) int64."""
     x = np.asarray(x, dtype=np.float64)
     iu = np.triu_indices(x.shape[1], 1)
     g = np.einsum("bia,bja->bij", x, x)[:, iu[0], iu[1]]
@@ -275,7 +348,11 @@ def run_task(task: Task) -> TaskResult:
     t0 = time.perf_counter()
     m = task.systems
     base = SimulationConfig.from_dict(task.config)
-    config = base.replace(batch=m, init="array", observables=("pairwise",), positions="none")
+    # the O(n) observer gives r; the pair statistics and the energy come from one
+    # fused pass (frame_statistics), the energy of another kernel from its own
+    config = base.replace(batch=m, init="array", observables=("order",), positions="none")
+    definition = energy_definition(config)
+    masses = config.mass_array()
     x0 = system_positions(base, task.seed, task.point, task.start, task.stop)
     keys = sweep_noise_keys(task.seed, task.point, range(task.start, task.stop))
     times = config.output_times()
@@ -289,9 +366,10 @@ def run_task(task: Task) -> TaskResult:
     for frame in iter_frames(config, x0, keys=keys):
         k = frame.index
         X = frame.positions
-        pairs[:, k] = close_pairs(X, deltas)
-        counts[:, k] = component_labels(X, task.eps)[1]
-        energy[:, k] = frame.observables["energy"]
+        pairs[:, k], counts[:, k], e = frame_statistics(X, deltas, task.eps, config.beta,
+                                                        masses)
+        energy[:, k] = e if definition.default else kernel_energy(X, masses,
+                                                                  definition)["energy"]
         order[:, k] = frame.observables["order_parameter"]
         if pos is not None:
             pos[:, k] = X
