@@ -196,7 +196,7 @@ def test_cluster_object_is_accepted():
 
     # what SLURMCluster (dask-jobqueue) is too: a cluster object with a scheduler_address
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster:
+                      dashboard_address="127.0.0.1:0") as cluster:
         with DaskBackend(client=cluster) as backend:
             assert backend.address == cluster.scheduler_address
             assert dict(backend.map_unordered(square_slowly, [(3, 0.0)])) == {(3, 0.0): 9}
