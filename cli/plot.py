@@ -248,7 +248,7 @@ def plot(
     where: str | None,
     log: bool | None,
 ) -> None:
-    """Draw a picture of the run (or the sweep) in PATH and print the file written.
+    """Draw a picture of the run in PATH and print the file written.
 
     Uses the results `particles analyze` stored beside PATH (run.analysis.h5) for
     the current frames; otherwise analyses with the default settings.  A sweep
