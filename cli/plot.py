@@ -17,6 +17,7 @@ from particles.plotting.density import (
     default_density_output,
     plot_density_file,
 )
+from particles.plotting.sweep import DEFAULT_SWEEP_KIND, SWEEP_KINDS
 
 #: the largest --dpi: a figure of 10 x 6 inches is then 10000 x 6000 pixels.
 MAX_DPI = 1000
@@ -144,13 +145,110 @@ def check_density_options(
     return kind
 
 
+def is_sweep_file(path: Path) -> bool:
+    """Whether PATH is a sweep file (``particles sweep``), by its header."""
+    import h5py
+
+    from particles.io.sweep import is_sweep
+
+    try:
+        with h5py.File(path, "r") as f:
+            return is_sweep(f)
+    except OSError:
+        return False
+
+
+def parse_where(value: str | None) -> dict[str, str]:
+    """``"d=3,model=sa"`` -> ``{"d": "3", "model": "sa"}`` (values checked by the plot).
+
+    Raises
+    ------
+    click.BadParameter
+    """
+    out: dict[str, str] = {}
+    for part in (value or "").split(","):
+        if not part.strip():
+            continue
+        name, eq, v = part.partition("=")
+        if not eq or not name.strip() or not v.strip():
+            raise click.BadParameter(f"must be AXIS=VALUE[,AXIS=VALUE...], got {value!r}",
+                                     param_hint="'--where'")
+        out[name.strip()] = v.strip()
+    return out
+
+
+#: options that only sweep pictures use, and those only trajectory pictures use.
+SWEEP_ONLY = ("stat", "axis", "delta", "where", "log")
+TRAJECTORY_ONLY = ("system",)
+
+
+def plot_sweep(ctx: click.Context, path: Path, kind: str | None, out: Path | None,
+               overwrite: bool, times: str | None, dpi: int) -> None:
+    """The sweep-file branch of ``plot``: checks, then one library call, then the path."""
+    from particles.errors import SweepError
+    from particles.plotting.sweep import default_sweep_output, save_sweep_plot
+    from particles.sweep import load
+
+    kind = kind or DEFAULT_SWEEP_KIND
+    if kind not in SWEEP_KINDS:
+        raise click.BadParameter(f"{kind!r} draws a trajectory; a sweep file has the kinds "
+                                 + ", ".join(SWEEP_KINDS), param_hint="'--kind'")
+    for name in TRAJECTORY_ONLY:
+        if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+            raise click.BadParameter("is for trajectory files, not sweeps",
+                                     param_hint=f"'--{name}'")
+    p = ctx.params
+    if kind == "curve" and p["stat"] is None:
+        raise click.BadParameter("the curve kind needs a statistic, e.g. --stat "
+                                 "first_merge_time", param_hint="'--stat'")
+    target = default_sweep_output(path, kind) if out is None else out
+    check_output_format(target, image_formats(), "a picture")
+    if target.resolve() == path.resolve():
+        raise click.BadParameter(f"{out} is the input sweep; the picture needs another name",
+                                 param_hint="'--out'")
+    try:
+        check_output_path(target, overwrite=overwrite, resumable=False)
+    except OutputPathError as exc:
+        raise click.BadParameter(str(exc).replace(" (overwrite=True)", ""),
+                                 param_hint="'--out'") from None
+    options = {"where": parse_where(p["where"])}
+    if p["axis"] is not None:
+        options["axis"] = p["axis"]
+    if kind != "phase-diagram" and times is not None:
+        options["times"] = list(parse_times(times))
+    if kind != "clusters" and p["delta"] is not None:
+        options["delta"] = p["delta"]
+    if kind == "curve":
+        options["stat"] = p["stat"]
+        options["log"] = p["log"]
+    try:
+        written = save_sweep_plot(load(path), kind, target, overwrite=overwrite, dpi=dpi,
+                                  **options)
+    except (SweepError, ValueError, OSError) as exc:
+        raise click.UsageError(" ".join(str(exc).split())) from None
+    click.echo(str(written))
+
+
+#: kinds only a sweep file has (``clusters`` is both: a run's, or counts against beta).
+SWEEP_ONLY_KINDS = tuple(k for k in SWEEP_KINDS if k not in KINDS)
+
+
+def _kind_help() -> str:
+    return ("A trajectory: " + "; ".join(f"{k}: {v}" for k, v in KINDS.items())
+            + f" (default {DEFAULT_KIND}). A sweep file: "
+            + "; ".join(f"{k}: {v}" for k, v in SWEEP_KINDS.items())
+            + f" (default {DEFAULT_SWEEP_KIND}). A mean-field density file: "
+            + "; ".join(f"{k}: {v}" for k, v in DENSITY_KINDS.items())
+            + " (default density).")
+
+
 @click.command("plot")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--kind",
-    type=click.Choice([*KINDS, *DENSITY_KINDS]),
-    help="; ".join(f"{k}: {v}" for k, v in {**KINDS, **DENSITY_KINDS}.items())
-    + f".  Default: {DEFAULT_KIND} for a run, density for a density file.",
+    type=click.Choice([*KINDS, *SWEEP_ONLY_KINDS, *DENSITY_KINDS]),
+    default=None,
+    help=_kind_help(),
 )
 @click.option(
     "--with",
@@ -185,7 +283,19 @@ def check_density_options(
     show_default=True,
     help=f"Resolution of pictures, dots per inch (at most {MAX_DPI}).",
 )
+@click.option("--stat", help="Sweep files, --kind curve: the statistic drawn (pair_fraction, "
+              "cluster_mean, order_parameter_mean, first_merge_time, ...).")
+@click.option("--axis", help="Sweep files: the grid axis along x (default beta; curve: the "
+              "first swept axis).")
+@click.option("--delta", type=float, help="Sweep files: the close-pair threshold delta "
+              "(nearest stored; default the largest).")
+@click.option("--where", help="Sweep files: fix grid axes, AXIS=VALUE[,AXIS=VALUE...] "
+              "(nearest value for numbers); an axis left free gives one panel per value.")
+@click.option("--log/--linear", "log", default=None, help="Sweep files, --kind curve: log or "
+              "linear y axis (default log for times to an event).")
+@click.pass_context
 def plot(
+    ctx: click.Context,
     path: Path,
     kind: str | None,
     other: Path | None,
@@ -194,14 +304,29 @@ def plot(
     times: str | None,
     system: int,
     dpi: int,
+    stat: str | None,
+    axis: str | None,
+    delta: float | None,
+    where: str | None,
+    log: bool | None,
 ) -> None:
     """Draw a picture of the run in PATH and print the file written.
 
     Uses the results `particles analyze` stored beside PATH (run.analysis.h5) for
-    the current frames; otherwise analyses with the default settings.  A mean-field
-    density file (particles meanfield) draws --kind density, or --kind compare
-    --with RUN.h5.
+    the current frames; otherwise analyses with the default settings.  A sweep
+    file (`particles sweep`) has its own kinds: phase-diagram, clusters, curve; a
+    mean-field density file (particles meanfield) draws --kind density, or --kind
+    compare --with RUN.h5.
     """
+    if is_sweep_file(path):
+        if other is not None:
+            raise click.UsageError("--with is for --kind compare of a mean-field density file")
+        plot_sweep(ctx, path, kind, out, overwrite, times, dpi)
+        return
+    for name in SWEEP_ONLY:
+        if (kind in DENSITY_KINDS or other is not None or is_density_file(path)) and \
+                ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+            raise click.BadParameter("is for sweep files", param_hint=f"'--{name}'")
     if (kind in DENSITY_KINDS or other is not None or is_density_file(path)):
         kind = check_density_options(path, kind, out, other, overwrite)
         try:
@@ -215,6 +340,12 @@ def plot(
             raise click.UsageError(" ".join(str(exc).split())) from None
         click.echo(str(written))
         return
+    if kind in SWEEP_ONLY_KINDS:
+        raise click.BadParameter(f"{kind!r} draws a sweep file; {path} is not one",
+                                 param_hint="'--kind'")
+    for name in SWEEP_ONLY:
+        if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+            raise click.BadParameter("is for sweep files", param_hint=f"'--{name}'")
     kind = kind or DEFAULT_KIND
     check_plot_options(path, kind, out, system, overwrite)
     options = {"system": system}
