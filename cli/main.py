@@ -54,6 +54,8 @@ COMMANDS: list[CommandEntry] = [
                  "initial condition on the circle (d = 2)."),
     CommandEntry("kernels", "particles_cli.kernels", "Run each attention kernel from the "
                  "same initial tokens and plot them side by side."),
+    CommandEntry("compile", "particles_cli.compile", "Compile the kernels of every command "
+                 "into the disk cache, ahead of time."),
 ]
 
 

@@ -200,10 +200,13 @@ class LazyDispatcher:
 def _source_hash() -> str:
     # every module that compiles kernels imports this one; modules that do not
     # (I/O, plotting, CLI) cannot change compiled code and stay out of the key
+    # (a file that only mentions this module, or reads the cache state through
+    # `from particles import _numba`, compiles nothing and stays out)
     digest = hashlib.sha1()
+    kernels = re.compile(rb"^\s*from particles\._numba import", re.M)
     for path in sorted(Path(__file__).parent.rglob("*.py")):
         text = path.read_bytes()
-        if path.name == "_numba.py" or b"particles._numba" in text:
+        if path.name == "_numba.py" or kernels.search(text):
             digest.update(path.name.encode())
             digest.update(text)
     return digest.hexdigest()[:12]

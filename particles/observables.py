@@ -492,7 +492,7 @@ _KERNEL_SUMS: dict[str, object] = {}
 
 def _kernel_sums_of(kernel: str):
     if kernel not in _KERNEL_SUMS:
-        _KERNEL_SUMS[kernel] = specialize(_kernel_sums, f"energy_{kernel}",
+        _KERNEL_SUMS[kernel] = specialize(_kernel_sums, f"energy_{kernel}", cache=True,
                                           logkappa=_energy_kernels()[kernel][0])
     return _KERNEL_SUMS[kernel]
 
