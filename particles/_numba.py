@@ -170,7 +170,7 @@ class LazyDispatcher:
             for name, value in list(scope.items()):
                 if value is prange:
                     scope[name] = numba.prange
-                elif value is fma:
+                elif value is fma and not numba.config.DISABLE_JIT:
                     scope[name] = _fma_intrinsic()
             opts = dict(self._opts)
             cache = opts.pop("cache", False)

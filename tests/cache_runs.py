@@ -71,8 +71,9 @@ def main(out: str) -> None:
         results[f"{name}/times"] = traj.times
         for key, value in traj.observables.items():
             results[f"{name}/obs/{key}"] = np.asarray(value)
-        layout = execution_plan(config, build_field(config))[0]
-        results[f"{name}/layout"] = np.array(layout)
+        field = build_field(config)
+        results[f"{name}/layout"] = np.array(execution_plan(config, field)[0])
+        results[f"{name}/layout_field"] = np.array(field.name)
         if name in RESUMED:
             with tempfile.TemporaryDirectory() as tmp:
                 path = Path(tmp) / "run.h5"

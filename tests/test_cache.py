@@ -39,8 +39,11 @@ def _drive(out: Path, env: dict[str, str]) -> tuple[dict[str, np.ndarray], str]:
 
 
 def _assert_same(a: dict[str, np.ndarray], b: dict[str, np.ndarray], what: str) -> None:
-    keys = sorted(k for k in a if k != "compiles" and not k.endswith("/layout"))
-    assert keys == sorted(k for k in b if k != "compiles" and not k.endswith("/layout"))
+    def numbers(d):
+        return sorted(k for k in d if k != "compiles" and "/layout" not in k)
+
+    keys = numbers(a)
+    assert keys == numbers(b)
     differ = [k for k in keys if not np.array_equal(a[k], b[k], equal_nan=True)]
     assert not differ, f"{what}: not bit-identical: {differ}"
 
@@ -62,6 +65,7 @@ def test_cold_run_covers_every_layout_and_fills_the_cache(cold):
     results, cache = cold
     layouts = {str(v) for k, v in results.items() if k.endswith("/layout")}
     assert layouts == {"serial", "batch", "rows"}
+    assert "blas" in str(results["sa_geodesic_blas/layout_field"]).split("_")
     assert results["compiles"] > 0
     assert len(_entries(cache)) >= 9  # one runner per run at least
 
@@ -154,3 +158,49 @@ def test_unwritable_install_falls_back_to_the_per_user_cache(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["per-user"]
     assert list((tmp_path / "xdg" / "particles" / "numba").rglob("*.nbc"))
+
+
+def _particles(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "particles_cli", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=1200)
+
+
+def test_compile_fills_the_cache_and_info_reports_it(tmp_path):
+    cache = tmp_path / "numba"
+    env = _env(cache)
+    before = _particles(["info", "--cache"], env)
+    assert before.returncode == 0, before.stderr
+    assert f"{cache} (NUMBA_CACHE_DIR)" in before.stdout
+    assert "entries      0 compiled" in before.stdout and "writable     yes" in before.stdout
+    done = _particles(["compile", "--for", "analyze"], env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "tiny runs (analyze)" in done.stdout and "compiling: analyze" in done.stderr
+    after = _particles(["info", "--cache"], env)
+    entries = int(after.stdout.split("entries")[1].split()[0])
+    assert entries > 0 and entries == len(_entries(cache))
+    # a later process runs what compile prepared without compiling anything
+    code = ("import sys\n"
+            "from numba.core import event\n"
+            "n = []\n"
+            "class L(event.Listener):\n"
+            "    def on_start(self, ev): n.append(1)\n"
+            "    def on_end(self, ev): pass\n"
+            "event.register('numba:compile', L())\n"
+            "from particles.config import SimulationConfig\n"
+            "from particles.runs.run import run_to_file\n"
+            "from particles.analysis import analyze_file\n"
+            "c = SimulationConfig(n=20, d=2, beta=3.0, dt=0.02, T=0.4, save_every=2, seed=3,\n"
+            "                     integrator='rk4')\n"
+            f"run_to_file(c, {str(tmp_path / 'r.h5')!r})\n"
+            f"analyze_file({str(tmp_path / 'r.h5')!r})\n"
+            "print('COMPILES', len(n))\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "COMPILES 0" in proc.stdout
+
+
+def test_compile_refuses_an_unknown_target(tmp_path):
+    proc = _particles(["compile", "--for", "everything"], _env(tmp_path / "numba"))
+    assert proc.returncode == 2
+    assert "Invalid value for '--for'" in proc.stderr and "Traceback" not in proc.stderr
