@@ -63,7 +63,9 @@ def _run_simulate(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
         except ValueError:
             continue  # a combination the registries do not offer
         note(", ".join(f"{k}={v}" for k, v in kw.items()))
-        run_to_file(config, tmp / f"simulate{i}.h5")
+        result = run_to_file(config, tmp / f"simulate{i}.h5")
+        result.cluster_count()  # the summary `particles simulate` prints
+        result.spread()
         count += 1
     return count
 
