@@ -6,10 +6,15 @@ the process loaded Numba, h5py or matplotlib, and the target of issue 10
 (``particles --help`` under 0.5 s, ``particles info run.h5`` under 1.5 s,
 neither loading Numba's compiler nor compiling anything).
 
+``--cache`` times the README's main command instead, command by command,
+each in a fresh process: first with an empty kernel cache (a new
+``NUMBA_CACHE_DIR``), then again with the cache that run filled.
+
 Usage::
 
     python benchmarks/bench_startup.py            # 5 runs per command
     python benchmarks/bench_startup.py --runs 9
+    python benchmarks/bench_startup.py --cache    # README commands, empty vs warm cache
 """
 
 from __future__ import annotations
@@ -58,10 +63,50 @@ _CLI = ("from particles_cli.main import cli\n"
         "    if e.code not in (0, None): raise\n")
 
 
+#: the README's main command, as separate commands (OUT is the output directory).
+README = [
+    ["--help"],
+    ["simulate", "--n", "32", "--d", "2", "--beta", "9", "--integrator", "dopri5", "--rtol",
+     "1e-5", "--T", "2000", "--save-times", "log:0.01:2000:60", "--seed", "1", "--out",
+     "OUT/run.h5", "--overwrite"],
+    ["info", "OUT/run.h5"],
+    ["analyze", "OUT/run.h5"],
+    ["plot", "OUT/run.h5", "--kind", "clusters", "--out", "OUT/clusters.png", "--overwrite"],
+    ["plot", "OUT/run.h5", "--kind", "histogram", "--out", "OUT/histogram.png", "--overwrite"],
+    ["plot", "OUT/run.h5", "--kind", "sphere", "--out", "OUT/sphere.png", "--overwrite"],
+]
+
+
+def cache_case() -> None:
+    """Wall time of each README command from a fresh process, empty then warm cache."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_NUM_THREADS": "2", "NUMBA_CACHE_DIR": f"{tmp}/numba"}
+        print(f"{'command':<40} {'empty cache s':>14} {'warm cache s':>13}")
+        times: dict[str, list[float]] = {}
+        for _ in range(2):
+            for argv in README:
+                argv = [a.replace("OUT", tmp) for a in argv]
+                t0 = time.perf_counter()
+                subprocess.run(["particles", *argv], env=env, check=True, capture_output=True)
+                label = f"particles {argv[0]}" + (
+                    f" --kind {argv[argv.index('--kind') + 1]}" if "--kind" in argv else "")
+                times.setdefault(label, []).append(time.perf_counter() - t0)
+        for label, (cold, warm) in times.items():
+            print(f"{label:<40} {cold:>14.2f} {warm:>13.2f}")
+        total = [sum(t[i] for k, t in times.items() if k.split()[1] not in ("--help", "info"))
+                 for i in range(2)]
+        print(f"{'README main command (simulate..plot)':<40} {total[0]:>14.2f} {total[1]:>13.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cache", action="store_true",
+                        help="the README commands with an empty, then a warm kernel cache")
     args = parser.parse_args()
+    if args.cache:
+        cache_case()
+        return
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run.h5"
         subprocess.run([sys.executable, "-m", "particles_cli", "simulate", "--n", "8", "--d",

@@ -12,8 +12,12 @@ Usage::
     python benchmarks/bench_step.py --quick    # small sizes only
     python benchmarks/bench_step.py --memory   # peak RSS of one n=100000, d=3 step
 
-Reference numbers for the machine (float64 GEMM rate) are measured too, so
-the large-d case can be compared with "half the GEMM rate".
+Reference numbers for the machine are measured in the same run: the float64
+GEMM rate F and the rate E of the kernels' vectorised exp (one thread's rate
+times the threads); the
+table's roofline column is the bound ``pairs * (4 d / F + 1 / E)`` seconds
+per step (two n x n x d products and one exp per pair) and the fraction of it
+reached (1.0 = at the machine's limit).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import numpy as np
 
 from particles.config import SimulationConfig
 from particles.engine import _blas_guard, execution_plan
+from particles.fastexp import exp_row
 from particles.fields import build_field
 from particles.integrators.driver import fixed_runner
 from particles.integrators.noise import no_keys
@@ -104,6 +109,22 @@ def gemm_rate() -> float:
     return 2 * 2048**3 / t
 
 
+def exp_rate() -> float:
+    """Rate of the kernels' vectorised float64 exp (exp/s): one thread's measured
+    rate times the Numba threads (the bound assumes perfect scaling; a
+    parallel measurement on a loaded machine measures the load instead)."""
+    a = np.random.default_rng(0).uniform(-20.0, 0.0, size=1 << 16)  # in L2
+    out = np.empty_like(a)
+    return a.size * numba.get_num_threads() / _time(lambda: exp_row(a, out))
+
+
+def roofline(n: int, d: int, batch: int | None, flops: float, exps: float) -> float:
+    """Seconds per step at the machine's limits: ``pairs * (4 d / F + 1 / E)``
+    (two n x n x d products and one exp per pair)."""
+    pairs = (batch or 1) * n * n
+    return pairs * (4 * d / flops + 1 / exps)
+
+
 def memory_case(n: int = 100_000, d: int = 3) -> None:
     """Advance n tokens in d dimensions by one step; print the peak RSS."""
     config = SimulationConfig(n=n, d=d, beta=1.0, integrator="euler", dt=0.01)
@@ -139,10 +160,14 @@ def main() -> None:
     print(f"numba threads: {numba.get_num_threads()}, threading layer: "
           f"{numba.config.THREADING_LAYER}, beta={args.beta}, float64")
     rate = gemm_rate()
-    print(f"float64 GEMM rate: {rate / 1e9:.1f} GFLOP/s")
+    erate = exp_rate()
+    print(f"float64 GEMM rate F: {rate / 1e9:.1f} GFLOP/s; vectorised exp rate E: "
+          f"{erate / 1e9:.2f} G/s (both measured now)")
+    print("bound = pairs * (4 d / F + 1 / E); 'of bound' = bound / particles s/step")
     print()
     header = (f"{'case':<10} {'n':>6} {'d':>4} {'batch':>6} {'path':>14} "
-              f"{'numpy s/step':>13} {'particles s/step':>17} {'speed-up':>9} {'GFLOP/s':>8}")
+              f"{'numpy s/step':>13} {'particles s/step':>17} {'speed-up':>9} {'GFLOP/s':>8} "
+              f"{'bound s/step':>13} {'of bound':>9}")
     print(header)
     print("-" * len(header))
     for label, n, d, batch in cases:
@@ -151,9 +176,10 @@ def main() -> None:
         t_ours, path = particles_step_time(n, d, batch, args.beta, h, steps)
         t_np = numpy_step_time(n, d, batch, args.beta, h)
         gflops = 4 * d * pairs / t_ours / 1e9  # two n x n x d products per step
+        bound = roofline(n, d, batch, rate, erate)
         print(f"{label:<10} {n:>6} {d:>4} {batch or '-':>6} {path:>14} {t_np:>13.3e} "
-              f"{t_ours:>17.3e} {t_np / t_ours:>8.1f}x {gflops:>8.1f}")
-
+              f"{t_ours:>17.3e} {t_np / t_ours:>8.1f}x {gflops:>8.1f} {bound:>13.3e} "
+              f"{bound / t_ours:>9.2f}")
 
 if __name__ == "__main__":
     main()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -85,13 +86,38 @@ def density_info_lines(s: DensitySummary) -> list[str]:
     ]
 
 
+def cache_lines() -> list[str]:
+    """Where the compiled-kernel cache is, what it holds, whether it is writable."""
+    from particles._numba import cache_dir, cache_entries, user_cache_dir
+
+    path, reason = cache_dir()
+    entries, nbytes = cache_entries()
+    writable = os.access(path, os.W_OK) if path.exists() else os.access(
+        next((p for p in path.parents if p.exists()), Path("/")), os.W_OK)
+    return [
+        f"cache        {path} ({reason})",
+        f"entries      {entries} compiled entry points, {nbytes / 2**20:.1f} MiB",
+        f"writable     {'yes' if writable else 'no'}",
+        f"fallback     {user_cache_dir()} (per-user; NUMBA_CACHE_DIR overrides)",
+    ]
+
+
 @click.command("info")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def info(path: Path) -> None:
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                required=False)
+@click.option("--cache", is_flag=True,
+              help="Print where the compiled-kernel cache is and what it holds.")
+def info(path: Path | None, cache: bool) -> None:
     """Print the configuration, frames, completion and observables of a trajectory file.
 
     A mean-field density file (particles meanfield) is described the same way.
     """
+    if cache:
+        click.echo("\n".join(cache_lines()))
+        if path is None:
+            return
+    if path is None:
+        raise click.UsageError("give a trajectory file PATH, or --cache")
     try:
         if is_density_file(path):
             click.echo("\n".join(density_info_lines(read_density_summary(path))))

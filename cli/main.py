@@ -58,6 +58,8 @@ COMMANDS: list[CommandEntry] = [
                  "circle and stream the density to an H5MD file."),
     CommandEntry("sweep", "particles_cli.sweep",
                  "Run ensembles over a grid of parameters into one sweep file."),
+    CommandEntry("compile", "particles_cli.compile", "Compile the kernels of every command "
+                 "into the disk cache, ahead of time."),
 ]
 
 

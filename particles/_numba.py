@@ -1,42 +1,61 @@
-"""The one place that holds Numba compilation flags and specialisation.
+"""The one place that holds Numba compilation flags, caching and specialisation.
 
 Every compiled kernel in the package is decorated through :func:`jit`, so the
-flags (fast-math subset, caching, error model) are chosen once.  ``reassoc``
-and ``contract`` let LLVM vectorise reductions and fuse multiply-adds; we do
-*not* allow ``nnan``/``ninf``, so NaN and infinity checks keep working.
+flags (floating-point semantics, caching, error model) are chosen once.
+
+Deterministic code.  Kernels compile with *no* fast-math flags: without
+``reassoc``, ``contract``, ``arcp`` or ``nsz`` LLVM may only apply
+value-preserving transformations, so the bits a kernel computes are fixed by
+its source alone, whatever it is inlined into, however it is vectorised and
+whether it was compiled in this process or loaded from the disk cache (with
+``reassoc`` the shape of a vectorised sum depended on the optimisation
+context: a cached entry point and a freshly compiled one rounded 1 ulp apart
+per step).  Speed comes from constructions that need no licence:
+
+* :func:`fma` is ``llvm.fma``, an exactly rounded fused multiply-add (the
+  FMA instruction; a libm call on a CPU without one: slower, same bits);
+* reductions in hot loops keep :data:`LANES` explicit partial sums
+  (``acc[l] += w[j + l]`` for blocks of ``LANES`` elements, lanes combined
+  in a fixed order, :mod:`particles.fastexp`), or vectorise across
+  independent outputs (the attention rows of a tile), each summed in order:
+  element-wise code that LLVM vectorises without reassociating anything.
+
+The on-disk cache (:data:`DISK_CACHE`) is therefore on for every entry point
+(functions called from Python: the runners, observables and analysis
+kernels, marked by :func:`cached` or ``specialize(..., cache=True)``).
 
 Composed kernels (an integrator step around a field, a runner around a step)
 are built by :func:`specialize` from plain template functions whose free
 global names are bound per composition.  Unlike closures, these copies can be
-cached on disk: Numba keys its cache on the function's qualified name and
-bytecode, so the qualified name carries the composition and a hash of the
-kernel sources (a changed kernel anywhere invalidates every composed cache).
+cached on disk: Numba keys its cache on the function's qualified name,
+bytecode, signature and CPU (name and features) and on a hash of the
+template's file, so the qualified name carries the composition and a hash of
+every kernel source (:data:`SOURCE_HASH`: a changed kernel anywhere
+invalidates every cached entry point).
 
-On-disk caching is switched off (:data:`DISK_CACHE`): with ``reassoc`` the
-rounding of a vectorised sum depends on the context LLVM optimises a kernel
-in, and a process that loads a cached entry point runs different code for
-the kernels it calls than a process that compiled them (measured: 1 ulp per
-step, so a resumed run drifted from an uninterrupted one).  Compiling in
-every process keeps every run bit-identical; the price is the compile time
-of the first call in each process.  Only entry points are marked for the
-cache, so that deterministic reductions (explicit vector lanes, no
-``reassoc``) can switch it back on.
+Where the cache lives (:func:`cache_dir`): ``NUMBA_CACHE_DIR`` when set;
+otherwise ``__pycache__`` beside the sources when writable; otherwise a
+per-user directory, ``$XDG_CACHE_HOME/particles/numba`` (default
+``~/.cache/particles/numba``).  A stale entry (other sources, CPU, Numba or
+Python) is never used; a corrupted one (truncated, or failing its checksum)
+is recompiled and rewritten, with one :class:`CacheWarning` per process.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import types
+import warnings
 from pathlib import Path
 from typing import Any
 
 #: on-disk cache for entry points marked ``cache=True`` (see the module docstring).
-DISK_CACHE = False
+DISK_CACHE = True
 
-#: fast-math flags safe for our kernels: reordering sums and FMA only.
-FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
-
+#: LLVM fast-math flags of every kernel: none (strict IEEE, see the module docstring).
+FASTMATH: frozenset[str] = frozenset()
 
 def jit(*args, parallel: bool = False, cache: bool = False, fastmath=FASTMATH, **kwargs):
     """``numba.njit`` with the package's flags.
@@ -49,7 +68,8 @@ def jit(*args, parallel: bool = False, cache: bool = False, fastmath=FASTMATH, *
         Cache the compiled code on disk (module-level kernels and
         :func:`specialize` copies; never closures over dispatchers).
     fastmath : set of str
-        LLVM fast-math flags; defaults to :data:`FASTMATH`.
+        LLVM fast-math flags; defaults to :data:`FASTMATH` (none).  Any flag
+        makes results depend on the compilation context: do not.
     """
     opts = dict(parallel=parallel, cache=cache, fastmath=set(fastmath), error_model="numpy",
                 **kwargs)
@@ -72,6 +92,54 @@ class _Prange:
 
 #: ``numba.prange`` for kernels: swapped for the real one when a kernel compiles.
 prange = _Prange()
+
+
+class _Fma:
+    """Stands for the compiled :func:`fma` until Numba is loaded.
+
+    In plain Python (``py_func``, ``NUMBA_DISABLE_JIT``) it computes
+    ``a * b + c`` with two roundings, not one: exact only in compiled code.
+    """
+
+    def __call__(self, a: float, b: float, c: float) -> float:
+        return a * b + c
+
+    def __repr__(self) -> str:
+        return "particles._numba.fma"
+
+
+#: ``fma(a, b, c) = a * b + c`` rounded once (``llvm.fma.f64``), for kernels.
+fma = _Fma()
+_FMA_INTRINSIC = None
+
+
+def _fma_intrinsic():
+    """The Numba intrinsic behind :data:`fma` (made on first use)."""
+    global _FMA_INTRINSIC
+    if _FMA_INTRINSIC is None:
+        from llvmlite import ir
+        from numba.core import types as nbtypes
+        from numba.extending import intrinsic
+
+        @intrinsic
+        def fma_f64(typingctx, a, b, c):
+            if not all(isinstance(t, (nbtypes.Float, nbtypes.Integer, nbtypes.Boolean))
+                       for t in (a, b, c)):
+                return None
+            sig = nbtypes.float64(a, b, c)
+
+            def codegen(context, builder, signature, args):
+                vals = [context.cast(builder, v, t, nbtypes.float64)
+                        for v, t in zip(args, signature.args, strict=True)]
+                dbl = ir.DoubleType()
+                fn = builder.module.declare_intrinsic("llvm.fma", [dbl],
+                                                      ir.FunctionType(dbl, [dbl, dbl, dbl]))
+                return builder.call(fn, vals)
+
+            return sig, codegen
+
+        _FMA_INTRINSIC = fma_f64
+    return _FMA_INTRINSIC
 
 
 class LazyDispatcher:
@@ -98,10 +166,18 @@ class LazyDispatcher:
             import numba
 
             scope = self.py_func.__globals__
+            # (this module defines no kernel: its own prange/fma stay stubs)
             for name, value in list(scope.items()):
                 if value is prange:
                     scope[name] = numba.prange
-            self._dispatcher = numba.njit(**self._opts)(self.py_func)
+                elif value is fma and not numba.config.DISABLE_JIT:
+                    scope[name] = _fma_intrinsic()
+            opts = dict(self._opts)
+            cache = opts.pop("cache", False)
+            dispatcher = numba.njit(**opts)(self.py_func)
+            if cache and hasattr(dispatcher, "_cache"):  # not under NUMBA_DISABLE_JIT
+                dispatcher._cache = _robust_cache_class()(self.py_func)
+            self._dispatcher = dispatcher
         return self._dispatcher
 
     @property
@@ -124,10 +200,13 @@ class LazyDispatcher:
 def _source_hash() -> str:
     # every module that compiles kernels imports this one; modules that do not
     # (I/O, plotting, CLI) cannot change compiled code and stay out of the key
+    # (a file that only mentions this module, or reads the cache state through
+    # `from particles import _numba`, compiles nothing and stays out)
     digest = hashlib.sha1()
+    kernels = re.compile(rb"^\s*from particles\._numba import", re.M)
     for path in sorted(Path(__file__).parent.rglob("*.py")):
         text = path.read_bytes()
-        if path.name == "_numba.py" or b"particles._numba" in text:
+        if path.name == "_numba.py" or kernels.search(text):
             digest.update(path.name.encode())
             digest.update(text)
     return digest.hexdigest()[:12]
@@ -189,4 +268,148 @@ def cached(*, parallel: bool = False, fastmath=FASTMATH):
     kernel it calls from another module would leave it stale.)
     """
     return lambda fn: specialize(fn, "cached", parallel=parallel, cache=True, fastmath=fastmath)
+
+
+
+# -- the disk cache ---------------------------------------------------------------
+
+_WARNED: set[str] = set()
+
+
+def user_cache_dir() -> Path:
+    """The per-user cache directory: ``$XDG_CACHE_HOME/particles/numba``
+    (``~/.cache/particles/numba`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "particles" / "numba"
+
+
+def _writable_dir(path: Path) -> bool:
+    """Whether ``path`` exists (or can be made) and takes a new file."""
+    import tempfile
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+def cache_dir() -> tuple[Path, str]:
+    """Where the entry points of this installation are cached, and why there.
+
+    Returns
+    -------
+    path : Path
+        ``NUMBA_CACHE_DIR`` when set; else ``__pycache__`` directories beside
+        the sources (this one is the package's top level) when writable; else
+        :func:`user_cache_dir`.
+    reason : str
+        ``"NUMBA_CACHE_DIR"``, ``"in-tree"`` or ``"per-user"``.
+    """
+    env = os.environ.get("NUMBA_CACHE_DIR")
+    if env:
+        return Path(env), "NUMBA_CACHE_DIR"
+    tree = Path(__file__).parent / "__pycache__"
+    if _writable_dir(tree):
+        return tree, "in-tree"
+    return user_cache_dir(), "per-user"
+
+
+def _warn_once(what: str, exc: BaseException) -> None:
+    if "corrupt" in _WARNED:
+        return
+    _WARNED.add("corrupt")
+    from particles.errors import CacheWarning
+
+    warnings.warn(f"compiled-kernel cache entry unusable ({what}: {type(exc).__name__}); "
+                  "recompiling it (later ones silently)", CacheWarning, stacklevel=2)
+
+
+_ROBUST_CACHE = None
+
+
+def _robust_cache_class():
+    """Numba's ``FunctionCache`` with the locations of :func:`cache_dir`, a
+    checksum on every data file, and corrupted entries treated as misses."""
+    global _ROBUST_CACHE
+    if _ROBUST_CACHE is not None:
+        return _ROBUST_CACHE
+    import pickle
+
+    from numba.core import caching
+
+    class PerUserLocator(caching.UserWideCacheLocator):
+        """``user_cache_dir()/<source dir>_<hash>`` (Numba's own user-wide
+        locator uses its own application name)."""
+
+        def __init__(self, py_func, py_file):
+            super().__init__(py_func, py_file)
+            self._cache_path = os.path.join(user_cache_dir(),
+                                            self.get_suitable_cache_subpath(py_file))
+
+    class CheckedFile(caching.IndexDataCacheFile):
+        """Data files carry a SHA-256 of their payload, checked on load."""
+
+        def _save_data(self, name, data):
+            payload = self._dump(data)
+            with self._open_for_write(self._data_path(name)) as f:
+                f.write(hashlib.sha256(payload).digest())
+                f.write(payload)
+
+        def _load_data(self, name):
+            with open(self._data_path(name), "rb") as f:
+                raw = f.read()
+            digest, payload = raw[:32], raw[32:]
+            if len(raw) < 32 or hashlib.sha256(payload).digest() != digest:
+                raise pickle.UnpicklingError(f"checksum mismatch in {name}")
+            return pickle.loads(payload)
+
+    class Impl(caching.CompileResultCacheImpl):
+        _locator_classes = (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator,
+                            PerUserLocator)
+
+    class RobustCache(caching.FunctionCache):
+        _impl_class = Impl
+
+        def __init__(self, py_func):
+            super().__init__(py_func)
+            old = self._cache_file
+            self._cache_file = CheckedFile(old._cache_path, self._impl.filename_base,
+                                           old._source_stamp)
+
+        def load_overload(self, sig, target_context):
+            try:
+                return super().load_overload(sig, target_context)
+            except Exception as exc:  # any unreadable entry is a miss
+                _warn_once(self._py_func.__name__, exc)
+                return None
+
+        def save_overload(self, sig, data):
+            try:
+                super().save_overload(sig, data)
+                return
+            except Exception as exc:
+                first = exc
+            try:  # a corrupted index: start it afresh, once
+                self._cache_file._save_index({})
+                super().save_overload(sig, data)
+            except Exception:
+                _warn_once(self._py_func.__name__, first)
+
+    _ROBUST_CACHE = RobustCache
+    return RobustCache
+
+
+def cache_entries(path: Path | None = None) -> tuple[int, int]:
+    """``(entries, bytes)`` of compiled data files (``*.nbc``) under ``path``
+    (default: :func:`cache_dir`; for the in-tree cache every ``__pycache__``
+    of the package)."""
+    if path is None:
+        path, reason = cache_dir()
+        if reason == "in-tree":
+            files = list(Path(__file__).parent.rglob("__pycache__/*.nbc"))
+            return len(files), sum(f.stat().st_size for f in files)
+    files = list(Path(path).rglob("*.nbc")) if Path(path).is_dir() else []
+    return len(files), sum(f.stat().st_size for f in files)
 

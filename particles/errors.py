@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from particles.io.h5md import RunSummary
 
 __all__ = [
+    "CacheWarning",
     "ComparisonFailed",
     "ComparisonInterrupted",
     "IntegrationError",
@@ -31,6 +32,11 @@ __all__ = [
     "SweepError",
     "TrajectoryFileError",
 ]
+
+
+class CacheWarning(UserWarning):
+    """A compiled-kernel cache entry could not be used (corrupted or
+    unwritable); the kernel is compiled again, with the same results."""
 
 
 class StepSizeWarning(UserWarning):

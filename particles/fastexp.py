@@ -1,4 +1,5 @@
-"""Branch-free, vectorisable float64 exponential for the softmax hot loop.
+"""Branch-free, vectorisable float64 exponential for the softmax hot loop, and
+sums with explicit lanes (:func:`lane_total`, :func:`lane_dots4`).
 
 ``np.exp`` and ``math.exp`` inside Numba both call a scalar libm routine, so a
 loop over a row of attention scores cannot be SIMD-vectorised.  The kernels
@@ -31,9 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._numba import FASTMATH, jit
+from particles._numba import FASTMATH, fma, jit
 
-__all__ = ["EXP_HI", "EXP_LO", "exp_row", "exp_scalar"]
+__all__ = ["EXP_HI", "EXP_LO", "LANES", "exp_row", "exp_scalar", "lane_dots4", "lane_total"]
 
 #: inputs below this give exactly 0.0 (flush instead of subnormal results).
 EXP_LO = -708.39
@@ -52,12 +53,12 @@ _SHIFT = 6755399441055744.0
 _INF = np.inf
 _NAN = np.nan
 
-# The package flags minus "reassoc": with it LLVM may fold
-# k*_LN2_HI + k*_LN2_LO into k*(_LN2_HI + _LN2_LO), which throws away the
-# Cody–Waite split (measured: 2e-14 relative error near |x| = 700).  There is
-# no reduction here, so nothing is lost for vectorisation.  Still no
-# nnan/ninf, so the range and NaN selects survive.
-_FM = set(FASTMATH) - {"reassoc"}
+# The package's flags: none (strict IEEE, see particles._numba), so LLVM can
+# neither fold k*_LN2_HI + k*_LN2_LO into k*(_LN2_HI + _LN2_LO) (which throws
+# away the Cody–Waite split) nor change any rounding; the multiply-adds are
+# explicit fused ones (`fma`, one rounding each).  Still no nnan/ninf, so the
+# range and NaN selects survive.
+_FM = FASTMATH
 
 # Taylor coefficients 1/n!, n = 2..13, as float64 literals.
 _C2 = 0.5
@@ -92,12 +93,9 @@ def exp_scalar(x):
 
     Notes
     -----
-    Same code as the body of :func:`exp_row`.  Deliberately not
-    ``inline="always"``: Numba-level inlining would recompile the body with
-    the caller's fast-math flags (``reassoc`` breaks the range reduction),
-    whereas LLVM's own inlining, which still happens, keeps these flags on
-    each instruction, so loops calling it from other kernels still
-    vectorise.
+    Same code as the body of :func:`exp_row`.  Straight-line strict-IEEE
+    code with explicit FMAs: the same bits wherever LLVM inlines it, scalar
+    or vectorised (see :mod:`particles._numba`).
     """
     # Clamp first so k stays in [-1022, 1024] and the exponent add below
     # cannot wrap; written as selects (not min/max) and NaN goes to EXP_LO
@@ -106,18 +104,18 @@ def exp_scalar(x):
     xc = xc if xc < EXP_HI else EXP_HI
     kf = np.rint(xc * _LOG2E)  # llvm.rint -> vroundpd, unlike int()/floor tricks
     # Cody–Waite: the hi product is exact, so r carries only the lo rounding.
-    r = (xc - kf * _LN2_HI) - kf * _LN2_LO
+    r = fma(-kf, _LN2_LO, xc - kf * _LN2_HI)
     # exp(r) = 1 + r*(1 + r*t(r)), t = sum_{n>=2} r**(n-2)/n!.  t by Estrin
     # (independent pairs, shorter dependency chain than 13 chained FMAs: ~10%
     # faster); the last two steps stay Horner because their roundings set the
     # accuracy (max 0.9 ulp from the correctly rounded value).
     r2 = r * r
     r4 = r2 * r2
-    a = (_C2 + _C3 * r) + r2 * (_C4 + _C5 * r)
-    b = (_C6 + _C7 * r) + r2 * (_C8 + _C9 * r)
-    c = (_C10 + _C11 * r) + r2 * (_C12 + _C13 * r)
-    t = a + r4 * (b + r4 * c)
-    p = 1.0 + r * (1.0 + r * t)
+    a = fma(r2, fma(_C5, r, _C4), fma(_C3, r, _C2))
+    b = fma(r2, fma(_C9, r, _C8), fma(_C7, r, _C6))
+    c = fma(r2, fma(_C13, r, _C12), fma(_C11, r, _C10))
+    t = fma(r4, fma(r4, c, b), a)
+    p = fma(r, fma(r, t, 1.0), 1.0)
     # Numba only allows .view on values built by np.<dtype>(...), hence the
     # wrappers (no-ops after compilation).
     # k << 52 straight from the shifted double's bits: the shift discards the
@@ -170,3 +168,91 @@ def _exp_inplace(a):
     """Overwrite ``a`` (float64, shape (m,)) with ``exp(a)``."""
     for i in range(a.shape[0]):
         a[i] = exp_scalar(a[i])
+
+
+#: explicit partial sums kept by the lane reductions below.
+LANES = 8
+
+
+# -- reductions with explicit lanes ---------------------------------------------
+# Each keeps LANES (8) independent partial sums per output in registers (plain
+# scalars: eight independent dependency chains the CPU overlaps), adds the
+# n % 8 tail elements into one more scalar in order, and combines lanes by
+# a fixed balanced tree, then the tail.  Without fast-math flags LLVM
+# may not reorder any of it, so the bits are those of this source.
+
+
+@jit
+def lane_total(w, n):
+    """``sum_{j < n} w[j]`` (w float64, shape (>= n,)), in the lane order."""
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    nb = n - n % 8
+    for j in range(0, nb, 8):
+        s0 += w[j]
+        s1 += w[j + 1]
+        s2 += w[j + 2]
+        s3 += w[j + 3]
+        s4 += w[j + 4]
+        s5 += w[j + 5]
+        s6 += w[j + 6]
+        s7 += w[j + 7]
+    r = 0.0
+    for j in range(nb, n):
+        r += w[j]
+    return (((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))) + r
+
+
+@jit
+def lane_dots4(w, x, y, u, v, n):
+    """``(sum w x, sum w y, sum w u, sum w v)`` over ``j < n`` (shape (>= n,) each)."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = 0.0
+    c0 = c1 = c2 = c3 = c4 = c5 = c6 = c7 = 0.0
+    e0 = e1 = e2 = e3 = e4 = e5 = e6 = e7 = 0.0
+    nb = n - n % 8
+    for j in range(0, nb, 8):
+        w0, w1, w2, w3 = w[j], w[j + 1], w[j + 2], w[j + 3]
+        w4, w5, w6, w7 = w[j + 4], w[j + 5], w[j + 6], w[j + 7]
+        a0 = fma(w0, x[j], a0)
+        a1 = fma(w1, x[j + 1], a1)
+        a2 = fma(w2, x[j + 2], a2)
+        a3 = fma(w3, x[j + 3], a3)
+        a4 = fma(w4, x[j + 4], a4)
+        a5 = fma(w5, x[j + 5], a5)
+        a6 = fma(w6, x[j + 6], a6)
+        a7 = fma(w7, x[j + 7], a7)
+        b0 = fma(w0, y[j], b0)
+        b1 = fma(w1, y[j + 1], b1)
+        b2 = fma(w2, y[j + 2], b2)
+        b3 = fma(w3, y[j + 3], b3)
+        b4 = fma(w4, y[j + 4], b4)
+        b5 = fma(w5, y[j + 5], b5)
+        b6 = fma(w6, y[j + 6], b6)
+        b7 = fma(w7, y[j + 7], b7)
+        c0 = fma(w0, u[j], c0)
+        c1 = fma(w1, u[j + 1], c1)
+        c2 = fma(w2, u[j + 2], c2)
+        c3 = fma(w3, u[j + 3], c3)
+        c4 = fma(w4, u[j + 4], c4)
+        c5 = fma(w5, u[j + 5], c5)
+        c6 = fma(w6, u[j + 6], c6)
+        c7 = fma(w7, u[j + 7], c7)
+        e0 = fma(w0, v[j], e0)
+        e1 = fma(w1, v[j + 1], e1)
+        e2 = fma(w2, v[j + 2], e2)
+        e3 = fma(w3, v[j + 3], e3)
+        e4 = fma(w4, v[j + 4], e4)
+        e5 = fma(w5, v[j + 5], e5)
+        e6 = fma(w6, v[j + 6], e6)
+        e7 = fma(w7, v[j + 7], e7)
+    ra = rb = rc = re_ = 0.0
+    for j in range(nb, n):
+        ra = fma(w[j], x[j], ra)
+        rb = fma(w[j], y[j], rb)
+        rc = fma(w[j], u[j], rc)
+        re_ = fma(w[j], v[j], re_)
+    return ((((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))) + ra,
+            (((b0 + b1) + (b2 + b3)) + ((b4 + b5) + (b6 + b7))) + rb,
+            (((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7))) + rc,
+            (((e0 + e1) + (e2 + e3)) + ((e4 + e5) + (e6 + e7))) + re_)
+

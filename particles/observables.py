@@ -62,6 +62,10 @@ from particles.fields.weights import draw_layer, is_random
 #: 4x slower at n = 32, 237x faster at n = 100000).
 CIRCLE_MIN_N = 128
 
+#: row chunks of the pair sums of one large system (n >= 512), summed in chunk
+#: order: a fixed number, so the bits do not depend on the thread count.
+PAIR_CHUNKS = 16
+
 #: names, in storage order, of the observables computed here.
 NAMES = (
     "energy",
@@ -201,7 +205,9 @@ def compute_observables(Xb: np.ndarray, beta: float, masses: np.ndarray,
     masses : ndarray, shape (n,)
         Token masses.
     nthreads : int
-        Row chunks for single large systems.
+        Threads available (unused: single large systems split their rows
+        into :data:`PAIR_CHUNKS` chunks whatever the thread count, so the
+        sums, and their bits, do not depend on it).
 
     Returns
     -------
@@ -214,7 +220,7 @@ def compute_observables(Xb: np.ndarray, beta: float, masses: np.ndarray,
         return _circle_beta0(np.asarray(Xb, dtype=np.float64), m)
     out = np.empty((B, len(NAMES)))
     if B == 1 and n >= 512:
-        _single_observables(Xb[0], float(beta), m, out[0], max(1, nthreads))
+        _single_observables(Xb[0], float(beta), m, out[0], PAIR_CHUNKS)
     elif B == 1:
         _small_observables(Xb[0], float(beta), m, out[0])
     else:
@@ -403,7 +409,9 @@ def observe(names: Sequence[str], Xb: np.ndarray, beta: float, masses: np.ndarra
         Inverse temperature of the energy.
     masses : ndarray, shape (n,)
     nthreads : int
-        Row chunks for single large systems.
+        Threads available (unused: single large systems split their rows
+        into :data:`PAIR_CHUNKS` chunks whatever the thread count, so the
+        sums, and their bits, do not depend on it).
     energy : EnergyDefinition, optional
         What ``energy`` and ``energy_normalized`` measure (None or a default
         definition: exp(beta <x_i, x_j>), see :func:`energy_definition`).
@@ -492,7 +500,7 @@ _KERNEL_SUMS: dict[str, object] = {}
 
 def _kernel_sums_of(kernel: str):
     if kernel not in _KERNEL_SUMS:
-        _KERNEL_SUMS[kernel] = specialize(_kernel_sums, f"energy_{kernel}",
+        _KERNEL_SUMS[kernel] = specialize(_kernel_sums, f"energy_{kernel}", cache=True,
                                           logkappa=_energy_kernels()[kernel][0])
     return _KERNEL_SUMS[kernel]
 

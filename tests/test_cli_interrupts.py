@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -41,9 +42,12 @@ def one_line(err: str) -> str:
 
 
 def simulate(out) -> subprocess.Popen:
+    # an empty kernel cache of its own: the run compiles (a warm cache would
+    # leave no compile to interrupt)
+    env = {**ENV, "NUMBA_CACHE_DIR": str(Path(out).parent / "empty-numba-cache")}
     return subprocess.Popen(
         [sys.executable, "-m", "particles_cli", "simulate", *ARGS, "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
 
 

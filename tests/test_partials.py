@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,10 +52,14 @@ def partials(directory: Path) -> list[Path]:
 
 def kill_before_promotion(directory: Path) -> Path:
     """Start ``simulate`` and SIGKILL it once its temporary file holds frame 0
-    (while it compiles, before the target exists); returns the temporary file."""
+    (while it compiles, before the target exists); returns the temporary file.
+
+    The run gets an empty kernel cache of its own, so that it compiles (with a
+    warm cache it would finish and promote its file at once)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": tempfile.mkdtemp(prefix="empty-cache-")}
     p = subprocess.Popen(
         [sys.executable, "-m", "particles_cli", "simulate", *ARGS.split(), "--out", "run.h5"],
-        cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
     )
     try:
         deadline = time.monotonic() + 180

@@ -20,7 +20,7 @@ exactly ``beta`` on the sphere with ``Q = K = I``) before the exponential, so
 every weight lies in ``(0, 1]`` and results are finite and exact for beta up
 to 1e4; a row whose bound is too loose (weights summing below 1e-100,
 possible for general Q, K) is recomputed with its true maximum.  The known
-bound lets scores, exponentials and the weighted sums run in one fused pass.
+bound lets scores and exponentials run in one pass, no max pass first.
 USA multiplies back by ``exp(M_i - c) / N``; with ``usa_scale="n"`` that
 factor is ``~e^beta`` and overflows above beta ~ 709, which configuration
 validation rejects (use ``usa_scale="n_exp_beta"``).
@@ -29,8 +29,9 @@ Two compiled paths compute the same thing and are both checked against
 :func:`attention_reference`:
 
 * *direct* (small ``d``): a streamed row of ``n`` scores per query, with the
-  vectorised polynomial exp (fused into a single pass for d = 2, 3);
-  nothing of size ``n x n`` is held.
+  vectorised polynomial exp (scores and exp in one pass), then the weighted
+  sums with explicit lanes, bit for bit however the kernel was compiled
+  (see :mod:`particles._numba`); nothing of size ``n x n`` is held.
 * *blas* (large ``d``): blocks of ``B`` query rows, scores ``B x n`` by a BLAS
   product, exp fused in cache, then a second BLAS product with the values.
 
@@ -42,11 +43,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._numba import jit, prange, specialize
-from particles.fastexp import exp_scalar
+from particles._numba import fma, jit, prange, specialize
+from particles.fastexp import exp_scalar, lane_dots4, lane_total
 
 #: rows per BLAS block: ``BLOCK * n`` scores stay in cache.
 BLOCK = 64
+#: query rows per tile of the direct path: the tile's queries and sums
+#: (``(2 d + 2) TILE`` floats) stay in L1.
+TILE = 128
 
 
 def project_qkv(X: np.ndarray, Q: np.ndarray | None, K: np.ndarray | None,
@@ -162,7 +166,8 @@ _TINY_Z = 1e-100
 @jit
 def _row_general(i, qs, kT, vT, logm, m, buf, acc):
     """Weights of query row i shifted by m, for any d: scores by d vectorised
-    passes over j, one fused exp pass, d passes for the values.
+    passes over j, one exp pass, then the value sums four at a time with
+    explicit lanes (:func:`~particles._numba.lane_dots4`).
 
     Writes ``acc[a] = sum_j w_j v_j[a]`` with ``w_j = exp(s_ij - m)`` and
     returns ``Z = sum_j w_j``.  ``buf`` (n,) is scratch.
@@ -170,72 +175,107 @@ def _row_general(i, qs, kT, vT, logm, m, buf, acc):
     n = kT.shape[1]
     d = qs.shape[1]
     for j in range(n):
-        buf[j] = logm[j]
+        buf[j] = logm[j] - m
     for a in range(d):
         qa = qs[i, a]
         kr = kT[a]
         for j in range(n):
-            buf[j] += qa * kr[j]
-    Z = 0.0
+            buf[j] = fma(qa, kr[j], buf[j])
     for j in range(n):
-        w = exp_scalar(buf[j] - m)
-        buf[j] = w
-        Z += w
-    for a in range(d):
-        vr = vT[a]
-        t = 0.0
-        for j in range(n):
-            t += buf[j] * vr[j]
-        acc[a] = t
+        buf[j] = exp_scalar(buf[j])
+    Z = lane_total(buf, n)
+    for a0 in range(0, d, 4):
+        # a group of four value rows (the last group repeats its last row)
+        a1, a2, a3 = min(a0 + 1, d - 1), min(a0 + 2, d - 1), min(a0 + 3, d - 1)
+        t0, t1, t2, t3 = lane_dots4(buf, vT[a0], vT[a1], vT[a2], vT[a3], n)
+        acc[a0] = t0
+        acc[a1] = t1
+        acc[a2] = t2
+        acc[a3] = t3
     return Z
 
 
 @jit
-def _rows_d2(rows, qs, kT, vT, logm, bound, Zs, out):
-    """Fused single pass per row for d = 2: ``out[i] = sum_j w_ij v_j`` and
-    ``Zs[i] = sum_j w_ij`` with ``w_ij = exp(s_ij - bound[i])``."""
+def _tile_d2(kT, vT, logm, qT, mt, acc, T):
+    """Attention sums of a tile of T query rows for d = 2, vectorised over the rows.
+
+    ``qT`` (2, >= T) holds the tile's scaled queries, ``mt`` (>= T,) their
+    shifts; ``acc`` (3, >= T) receives ``Z_k = sum_j w_kj`` and
+    ``sum_j w_kj v_j`` with ``w_kj = exp(s_kj - mt[k])``.  Each sum runs over
+    j in order (no reassociation); the vector lanes are independent rows, so
+    the bits are those of a scalar loop (see :mod:`particles._numba`).
+    """
     n = kT.shape[1]
-    k0, k1 = kT[0], kT[1]
-    v0, v1 = vT[0], vT[1]
-    for i in rows:
-        q0, q1 = qs[i, 0], qs[i, 1]
-        m = bound[i]
-        Z = 0.0
-        a0 = 0.0
-        a1 = 0.0
-        for j in range(n):
-            w = exp_scalar(q0 * k0[j] + q1 * k1[j] + logm[j] - m)
-            Z += w
-            a0 += w * v0[j]
-            a1 += w * v1[j]
-        Zs[i] = Z
-        out[i, 0] = a0
-        out[i, 1] = a1
+    q0, q1 = qT[0], qT[1]
+    Z, A0, A1 = acc[0], acc[1], acc[2]
+    for k in range(T):
+        Z[k] = 0.0
+        A0[k] = 0.0
+        A1[k] = 0.0
+    for j in range(n):
+        k0, k1 = kT[0, j], kT[1, j]
+        v0, v1 = vT[0, j], vT[1, j]
+        lj = logm[j]
+        for k in range(T):
+            w = exp_scalar(fma(q1[k], k1, fma(q0[k], k0, lj - mt[k])))
+            Z[k] += w
+            A0[k] = fma(w, v0, A0[k])
+            A1[k] = fma(w, v1, A1[k])
 
 
 @jit
-def _rows_d3(rows, qs, kT, vT, logm, bound, Zs, out):
-    """As :func:`_rows_d2` for d = 3."""
+def _tile_d3(kT, vT, logm, qT, mt, acc, T):
+    """As :func:`_tile_d2` for d = 3 (``qT`` (3, >= T), ``acc`` (4, >= T))."""
     n = kT.shape[1]
-    k0, k1, k2 = kT[0], kT[1], kT[2]
-    v0, v1, v2 = vT[0], vT[1], vT[2]
-    for i in rows:
-        q0, q1, q2 = qs[i, 0], qs[i, 1], qs[i, 2]
-        m = bound[i]
-        Z = 0.0
-        a0 = 0.0
-        a1 = 0.0
-        a2 = 0.0
-        for j in range(n):
-            w = exp_scalar(q0 * k0[j] + q1 * k1[j] + q2 * k2[j] + logm[j] - m)
-            Z += w
-            a0 += w * v0[j]
-            a1 += w * v1[j]
-            a2 += w * v2[j]
-        Zs[i] = Z
-        out[i, 0] = a0
-        out[i, 1] = a1
-        out[i, 2] = a2
+    q0, q1, q2 = qT[0], qT[1], qT[2]
+    Z, A0, A1, A2 = acc[0], acc[1], acc[2], acc[3]
+    for k in range(T):
+        Z[k] = 0.0
+        A0[k] = 0.0
+        A1[k] = 0.0
+        A2[k] = 0.0
+    for j in range(n):
+        k0, k1, k2 = kT[0, j], kT[1, j], kT[2, j]
+        v0, v1, v2 = vT[0, j], vT[1, j], vT[2, j]
+        lj = logm[j]
+        for k in range(T):
+            w = exp_scalar(fma(q2[k], k2, fma(q1[k], k1, fma(q0[k], k0, lj - mt[k]))))
+            Z[k] += w
+            A0[k] = fma(w, v0, A0[k])
+            A1[k] = fma(w, v1, A1[k])
+            A2[k] = fma(w, v2, A2[k])
+
+
+@jit
+def _tile_general(kT, vT, logm, qT, mt, acc, sc, T):
+    """As :func:`_tile_d2` for any d: ``qT`` (d, >= T), ``acc`` (d + 1, >= T);
+    per key j one pass over the tile per dimension for the scores (into
+    ``sc``, (>= T,)), one exp pass, one pass per dimension for the sums."""
+    n = kT.shape[1]
+    d = kT.shape[0]
+    for r in range(d + 1):
+        ar = acc[r]
+        for k in range(T):
+            ar[k] = 0.0
+    Z = acc[0]
+    for j in range(n):
+        lj = logm[j]
+        for k in range(T):
+            sc[k] = lj - mt[k]
+        for a in range(d):
+            qa = qT[a]
+            ka = kT[a, j]
+            for k in range(T):
+                sc[k] = fma(qa[k], ka, sc[k])
+        for k in range(T):
+            w = exp_scalar(sc[k])
+            sc[k] = w
+            Z[k] += w
+        for a in range(d):
+            ar = acc[a + 1]
+            va = vT[a, j]
+            for k in range(T):
+                ar[k] = fma(sc[k], va, ar[k])
 
 
 @jit
@@ -254,13 +294,11 @@ def _row_max(i, qs, kT, logm):
 
 @jit
 def _exp_row_shifted(Sr, logm, m):
-    """``Sr[j] <- exp(Sr[j] + log m_j - m)`` in place; returns the sum."""
-    Z = 0.0
-    for j in range(Sr.shape[0]):
-        w = exp_scalar(Sr[j] + logm[j] - m)
-        Sr[j] = w
-        Z += w
-    return Z
+    """``Sr[j] <- exp(Sr[j] + log m_j - m)`` in place; returns the sum (lanes)."""
+    n = Sr.shape[0]
+    for j in range(n):
+        Sr[j] = exp_scalar(Sr[j] + (logm[j] - m))
+    return lane_total(Sr, n)
 
 
 @jit
@@ -292,44 +330,55 @@ def _setup(X, p, ws):
 
 
 def _attention_direct(X, p, out, ws):
-    """Attention output of one system, streamed rows (small d).
+    """Attention output of one system, streamed (small d): rows in tiles of at
+    most :data:`TILE`, each tile's sums vectorised over its rows.
 
-    ``ws`` is float64 scratch of length ``3 n d + 2 n + nchunks * (n + d)``;
+    ``ws`` is float64 scratch of length :func:`workspace_size` (``blas=False``);
     ``out`` (n, d) receives ``y``.
     """
     logm, normalized, usa_shift, inv_mass = p[3], p[5], p[6], p[9]
     n, d = X.shape
     qs, kT, vT, bound = _setup(X, p, ws)
     nd = n * d
-    Zs = ws[3 * nd + n:3 * nd + 2 * n]
     base = 3 * nd + 2 * n
-    nchunks = (ws.shape[0] - base) // (n + d)
+    tile = min(TILE, n)
+    per = n + d + (2 * d + 2) * tile
+    nchunks = (ws.shape[0] - base) // per
     for c in prange(nchunks):
-        off = base + c * (n + d)
+        off = base + c * per
         buf = ws[off:off + n]
         acc = ws[off + n:off + n + d]
-        rows = range(c, n, nchunks)
-        # the fused d = 2, 3 loops hold one row's sums in registers
-        if d == 2:
-            _rows_d2(rows, qs, kT, vT, logm, bound, Zs, out)
-        elif d == 3:
-            _rows_d3(rows, qs, kT, vT, logm, bound, Zs, out)
-        else:
-            for i in rows:
-                Zs[i] = _row_general(i, qs, kT, vT, logm, bound[i], buf, acc)
+        qT = ws[off + n + d:off + n + d + d * tile].reshape((d, tile))
+        off2 = off + n + d + d * tile
+        mt = ws[off2:off2 + tile]
+        sums = ws[off2 + tile:off2 + tile + (d + 1) * tile].reshape((d + 1, tile))
+        # rows c, c + nchunks, ... of this chunk, a tile at a time
+        count = (n - c + nchunks - 1) // nchunks
+        for t0 in range(0, count, tile):
+            T = min(tile, count - t0)
+            for k in range(T):
+                i = c + (t0 + k) * nchunks
+                mt[k] = bound[i]
                 for a in range(d):
-                    out[i, a] = acc[a]
-        for i in rows:
-            m = bound[i]
-            Z = Zs[i]
-            if Z < _TINY_Z:
-                m = _row_max(i, qs, kT, logm)
-                Z = _row_general(i, qs, kT, vT, logm, m, buf, acc)
+                    qT[a, k] = qs[i, a]
+            if d == 2:
+                _tile_d2(kT, vT, logm, qT, mt, sums, T)
+            elif d == 3:
+                _tile_d3(kT, vT, logm, qT, mt, sums, T)
+            else:
+                _tile_general(kT, vT, logm, qT, mt, sums, buf, T)
+            for k in range(T):
+                i = c + (t0 + k) * nchunks
+                m = mt[k]
+                Z = sums[0, k]
+                if Z < _TINY_Z:
+                    m = _row_max(i, qs, kT, logm)
+                    Z = _row_general(i, qs, kT, vT, logm, m, buf, acc)
+                    for a in range(d):
+                        sums[a + 1, k] = acc[a]
+                f = _row_factor(Z, m, normalized, usa_shift, inv_mass)
                 for a in range(d):
-                    out[i, a] = acc[a]
-            f = _row_factor(Z, m, normalized, usa_shift, inv_mass)
-            for a in range(d):
-                out[i, a] *= f
+                    out[i, a] = sums[a + 1, k] * f
 
 
 def _attention_blas(X, p, out, ws):
@@ -394,4 +443,4 @@ def workspace_size(n: int, d: int, nchunks: int, blas: bool) -> int:
     """
     if blas:
         return 3 * n * d + n + nchunks * BLOCK * (n + d)
-    return 3 * n * d + 2 * n + nchunks * (n + d)
+    return 3 * n * d + 2 * n + nchunks * (n + d + (2 * d + 2) * min(TILE, n))
