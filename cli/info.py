@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from particles.errors import SweepError
 from particles.io import RunSummary, TrajectoryFileError, read_summary
 from particles.io.analysis import analysis_source
 from particles.io.density import DensitySummary, is_density_file, read_density_summary
@@ -86,6 +87,58 @@ def density_info_lines(s: DensitySummary) -> list[str]:
     ]
 
 
+def _values(values) -> str:
+    """A grid axis in a few words: the values, or their count and range."""
+    if len(values) <= 6:
+        return ", ".join(map(str, values))
+    if all(isinstance(v, (int, float)) for v in values):
+        return f"{len(values)} values, {min(values):g} .. {max(values):g}"
+    return f"{len(values)} values, {values[0]} .. {values[-1]}"
+
+
+def sweep_info_lines(path: Path) -> list[str]:
+    """The report of ``particles info`` for a sweep file (``particles sweep``)."""
+    from particles.io.sweep import read_header
+    from particles.sweep import SweepSpec
+
+    h = read_header(path)
+    spec = SweepSpec.from_json(h.spec)
+    total = h.done.size
+    if h.complete:
+        status = "complete"
+    else:
+        status = (f"incomplete ({h.systems_done} of {total} systems done; continue with: "
+                  f"particles sweep --resume --out {path})")
+    fixed = dict(spec.base)
+    width = max(map(len, fixed), default=0)
+    t = h.times
+    return [
+        f"{path}",
+        "kind         parameter sweep (particles sweep)",
+        f"status       {status}",
+        f"grid         {' x '.join(map(str, spec.shape)) or '1'} points: "
+        + ("; ".join(f"{k} = {_values(v)}" for k, v in spec.axes) or "one point"),
+        f"systems      {spec.runs} per grid point, {total} in all, seed {spec.seed}",
+        f"times        {len(t)} save times" + (f", t = {t[0]:g} .. {t[-1]:g}" if len(t) else ""),
+        f"statistics   deltas {', '.join(f'{x:g}' for x in spec.deltas)}; cluster eps "
+        f"{spec.eps:g}; positions {'stored' if h.positions else 'not stored'}",
+        "fixed",
+        *(f"  {k.ljust(width)}  {_describe(k, v)}" for k, v in fixed.items()),
+    ]
+
+
+def _is_sweep_file(path: Path) -> bool:
+    import h5py
+
+    from particles.io.sweep import is_sweep
+
+    try:
+        with h5py.File(path, "r") as f:
+            return is_sweep(f)
+    except OSError:
+        return False
+
+
 def cache_lines() -> list[str]:
     """Where the compiled-kernel cache is, what it holds, whether it is writable."""
     from particles._numba import cache_dir, cache_entries, user_cache_dir
@@ -110,7 +163,8 @@ def cache_lines() -> list[str]:
 def info(path: Path | None, cache: bool) -> None:
     """Print the configuration, frames, completion and observables of a trajectory file.
 
-    A mean-field density file (particles meanfield) is described the same way.
+    A mean-field density file (particles meanfield) and a sweep file (particles
+    sweep) are described the same way.
     """
     if cache:
         click.echo("\n".join(cache_lines()))
@@ -122,7 +176,10 @@ def info(path: Path | None, cache: bool) -> None:
         if is_density_file(path):
             click.echo("\n".join(density_info_lines(read_density_summary(path))))
             return
+        if _is_sweep_file(path):
+            click.echo("\n".join(sweep_info_lines(path)))
+            return
         summary = read_summary(path)
-    except TrajectoryFileError as exc:
+    except (TrajectoryFileError, SweepError) as exc:
         raise click.BadParameter(str(exc), param_hint="'PATH'") from None
     click.echo("\n".join(info_lines(summary)))

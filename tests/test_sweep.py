@@ -265,8 +265,15 @@ def test_stop_and_resume_reruns_only_unfinished_tasks(reference, tmp_path):
     # resuming with other values is refused, naming them
     with pytest.raises(SweepError, match="runs 10 \\(stored 9\\)"):
         run_sweep(SPEC.replace(runs=10), path, resume=True)
+    info = invoke("info", path)
+    ok(info)
+    assert "parameter sweep" in info.output and "9 of 18 systems done" in info.output
+    assert f"particles sweep --resume --out {path}" in info.output
     result = run_sweep(SPEC, path, resume=True, chunk=3)
     assert (result.tasks_run, result.systems_run) == (3, 9)
+    info = invoke("info", path)
+    ok(info)
+    assert "status       complete" in info.output and "beta = 1.0, 5.0" in info.output
     assert_same(contents(path), contents(reference))
     again = run_sweep(None, path, resume=True)  # complete: nothing to do
     assert again.tasks_run == 0 and again.complete

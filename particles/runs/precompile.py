@@ -131,6 +131,25 @@ def _run_kernels(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
     return 1
 
 
+def _run_sweep(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
+    from particles.sweep import SweepSpec, run_sweep
+
+    # the kernels a sweep task adds to simulate's (per-frame statistics, time scales),
+    # in the ensemble layout, for the integrators a sweep is likely to use
+    integrators = _INTEGRATORS if more else ("euler", "rk4", "heun")
+    count = 0
+    for integrator in integrators:
+        noise = 0.1 if integrator in ("em", "heun") else 0.0
+        for d, models in ((2, ("sa", "usa", "kuramoto")), (3, ("sa", "usa"))):
+            note(f"sweep --integrator {integrator} --d {d}")
+            spec = SweepSpec(base=dict(n=8, d=d, beta=1.0, T=0.05, dt=0.01, save_every=1,
+                                       integrator=integrator, noise=noise),
+                             axes=(("model", models),), runs=2, seed=0)
+            run_sweep(spec, tmp / f"sweep_{integrator}_{d}.h5", overwrite=True)
+            count += 1
+    return count
+
+
 #: what ``particles compile --for NAME`` prepares: name -> (what, function).
 TARGETS: dict[str, tuple[str, Callable[[Path, bool, Callable[[str], None]], int]]] = {
     "simulate": ("every model, integrator and layout of simulate", _run_simulate),
@@ -138,6 +157,7 @@ TARGETS: dict[str, tuple[str, Callable[[Path, bool, Callable[[str], None]], int]
     "plot": ("every plot kind", _run_plot),
     "compare": ("particles compare", _run_compare),
     "kernels": ("particles kernels", _run_kernels),
+    "sweep": ("particles sweep (the statistics of every task)", _run_sweep),
 }
 
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from particles._numba import jit, prange
+from particles._numba import cached, jit, prange
 from particles.analysis.merges import DEFAULT_MIN_DECADES
 from particles.config import SimulationConfig, parse_init
 from particles.fastexp import exp_row
@@ -141,7 +141,7 @@ def _find(parent, i):
     return root
 
 
-@jit(parallel=True)
+@cached(parallel=True)
 def _frame_stats(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
     """One pass over the pairs i < j of every system b of Xb (B, n, d):
 
@@ -250,7 +250,7 @@ def close_pairs_reference(x: np.ndarray, deltas: np.ndarray) -> np.ndarray:
     return (g[:, :, None] > thr[None, None, :]).sum(axis=1).astype(np.int64)
 
 
-@jit
+@cached()
 def _timescales(times, counts, min_decades, time_unit, formation, first_merge):
     """Formation and first-merge time of every series counts[b] (F,), as
     :func:`particles.analysis.merges.find_timescales` of its plateaus."""
