@@ -23,12 +23,13 @@ from particles.config import SimulationConfig
 from particles.engine import initial_positions, run
 from particles.io import TrajectoryFileError, load, read_summary
 
-# Long enough (a few seconds after the Numba compile) that the signal lands
-# mid-run, short enough to finish in-process after --resume.
+# Long enough (several seconds after the kernels are compiled or loaded from the
+# disk cache) that the signal, sent once the first timed flush (1 s) shows two
+# frames, lands mid-run; short enough to finish in-process after --resume.
 CONFIG = SimulationConfig(
-    n=200, d=3, beta=1.0, integrator="euler", dt=0.01, T=30.0, save_every=5, seed=5
+    n=400, d=3, beta=1.0, integrator="euler", dt=0.01, T=120.0, save_every=5, seed=5
 )
-ARGS = "--n 200 --d 3 --beta 1 --integrator euler --dt 0.01 --T 30 --save-every 5 --seed 5".split()
+ARGS = "--n 400 --d 3 --beta 1 --integrator euler --dt 0.01 --T 120 --save-every 5 --seed 5".split()
 
 #: seconds to wait for a child's first frames (a fresh process compiles for 10-30 s).
 STARTUP_TIMEOUT = 180
