@@ -58,19 +58,22 @@ class LocalDask:
             self.stop()
             raise
 
-    def _spawn(self, *args: str) -> subprocess.Popen:
+    def _spawn(self, *args: str, **env: str) -> subprocess.Popen:
         # the task functions below are pickled by reference: the cluster imports this module
         path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
         proc = subprocess.Popen([DASK, *args], stdout=self.log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.root,
-                                env={**os.environ, "PYTHONPATH": path})
+                                env={**os.environ, "PYTHONPATH": path, **env})
         self.procs.append(proc)
         return proc
 
     def add_worker(self, name: str) -> subprocess.Popen:
         return self._spawn("worker", "--scheduler-file", str(self.file), "--nthreads", "1",
                            "--host", "127.0.0.1", "--no-dashboard", "--name", name,
-                           "--local-directory", str(self.root / name))
+                           "--local-directory", str(self.root / name),
+                           # an empty kernel cache of its own: the worker really compiles
+                           # (once), which the tests measure
+                           NUMBA_CACHE_DIR=str(self.root / name / "numba-cache"))
 
     def tail(self) -> str:
         self.log.flush()
