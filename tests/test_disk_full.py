@@ -164,11 +164,13 @@ def test_analyze_writes_a_sidecar_and_never_the_trajectory(tmp_path):
     np.testing.assert_array_equal(read_analysis(old).counts, read_analysis(path).counts)
 
 
-#: the in-process CLI run of the Ctrl-C test, in a fresh interpreter: in the suite's
-#: long-lived process (after test_cache's runs) the interrupt was not seen, a
-#: test-isolation effect this keeps out of the measurement.
+#: the in-process CLI run of the Ctrl-C test, in a fresh interpreter whose SIGINT
+#: raises KeyboardInterrupt as in a terminal: a suite started in the background
+#: (``cmd &`` in a script) inherits SIGINT ignored, and Python then installs no
+#: KeyboardInterrupt handler, so the signal would vanish (exit 0, not 130).
 CTRL_C_SCRIPT = """
 import json, os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from click.testing import CliRunner
 from particles_cli.main import cli
 import particles.analysis.report as report
