@@ -11,6 +11,7 @@ from particles.errors import SweepError
 from particles.io import RunSummary, TrajectoryFileError, read_summary
 from particles.io.analysis import analysis_source
 from particles.io.density import DensitySummary, is_density_file, read_density_summary
+from particles.io.sweep import is_sweep_file
 
 
 def _describe(key: str, value) -> str:
@@ -127,18 +128,6 @@ def sweep_info_lines(path: Path) -> list[str]:
     ]
 
 
-def _is_sweep_file(path: Path) -> bool:
-    import h5py
-
-    from particles.io.sweep import is_sweep
-
-    try:
-        with h5py.File(path, "r") as f:
-            return is_sweep(f)
-    except OSError:
-        return False
-
-
 def cache_lines() -> list[str]:
     """Where the compiled-kernel cache is, what it holds, whether it is writable."""
     from particles._numba import cache_dir, cache_entries, user_cache_dir
@@ -176,7 +165,7 @@ def info(path: Path | None, cache: bool) -> None:
         if is_density_file(path):
             click.echo("\n".join(density_info_lines(read_density_summary(path))))
             return
-        if _is_sweep_file(path):
+        if is_sweep_file(path):
             click.echo("\n".join(sweep_info_lines(path)))
             return
         summary = read_summary(path)

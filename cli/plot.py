@@ -10,6 +10,7 @@ from particles_cli.analyze import parse_times
 from particles.errors import OutputPathError
 from particles.io import TrajectoryFileError, read_summary
 from particles.io.density import is_density_file
+from particles.io.sweep import is_sweep_file
 from particles.paths import check_output_path
 from particles.plotting import DEFAULT_KIND, KINDS, default_output, plot_file
 from particles.plotting.density import (
@@ -143,19 +144,6 @@ def check_density_options(
             str(exc).replace(" (overwrite=True)", ""), param_hint="'--out'"
         ) from None
     return kind
-
-
-def is_sweep_file(path: Path) -> bool:
-    """Whether PATH is a sweep file (``particles sweep``), by its header."""
-    import h5py
-
-    from particles.io.sweep import is_sweep
-
-    try:
-        with h5py.File(path, "r") as f:
-            return is_sweep(f)
-    except OSError:
-        return False
 
 
 def parse_where(value: str | None) -> dict[str, str]:

@@ -18,7 +18,8 @@ DEFAULT_EPS = 0.05
 
 # the batch entry point is cached: the CLI analyses each file in a fresh process
 @jit
-def _find(parent, i):
+def find_root(parent, i):
+    """Root of ``i`` in the union-find forest ``parent`` (n,), compressing the path."""
     root = i
     while parent[root] != root:
         root = parent[root]
@@ -39,15 +40,15 @@ def _components_one(X, cos_eps, labels):
             for a in range(d):
                 s += X[i, a] * X[j, a]
             if s > cos_eps:
-                ri = _find(parent, i)
-                rj = _find(parent, j)
+                ri = find_root(parent, i)
+                rj = find_root(parent, j)
                 if ri != rj:
                     parent[max(ri, rj)] = min(ri, rj)
     # canonical labels: clusters numbered by their first token
     nxt = 0
     remap = np.full(n, -1)
     for i in range(n):
-        r = _find(parent, i)
+        r = find_root(parent, i)
         if remap[r] < 0:
             remap[r] = nxt
             nxt += 1

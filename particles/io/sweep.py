@@ -122,6 +122,15 @@ def is_sweep(f: h5py.File) -> bool:
     return "parameters" in f and f["parameters"].attrs.get("kind") == KIND
 
 
+def is_sweep_file(path: str | Path) -> bool:
+    """Whether ``path`` is a readable sweep file (``particles sweep``), by its header."""
+    try:
+        with h5py.File(path, "r") as f:
+            return is_sweep(f)
+    except OSError:
+        return False
+
+
 def open_sweep(path: str | Path) -> h5py.File:
     """Open a sweep file read-only, with one-line errors (:class:`SweepError`)."""
     path = Path(path)

@@ -39,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from particles._numba import cached, jit, prange
+from particles._numba import cached, prange
+from particles.analysis.components import find_root
 from particles.analysis.merges import DEFAULT_MIN_DECADES
 from particles.config import SimulationConfig, parse_init
 from particles.fastexp import exp_row
@@ -129,18 +130,6 @@ class TaskResult:
 
 
 # ------------------------------------------------------------ compiled kernels
-@jit
-def _find(parent, i):
-    root = i
-    while parent[root] != root:
-        root = parent[root]
-    while parent[i] != root:  # path compression
-        nxt = parent[i]
-        parent[i] = root
-        i = nxt
-    return root
-
-
 @cached(parallel=True)
 def _frame_stats(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
     """One pass over the pairs i < j of every system b of Xb (B, n, d):
@@ -175,8 +164,8 @@ def _frame_stats(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
                 pairs[b, k] += c
             for j in range(row.shape[0]):
                 if row[j] > cos_eps:
-                    ri = _find(parent, i)
-                    rj = _find(parent, i + 1 + j)
+                    ri = find_root(parent, i)
+                    rj = find_root(parent, i + 1 + j)
                     if ri != rj:
                         parent[max(ri, rj)] = min(ri, rj)
             mrow = m[i + 1:n]
@@ -191,7 +180,7 @@ def _frame_stats(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
         esum[b] = e_acc
         c = 0
         for i in range(n):
-            if _find(parent, i) == i:
+            if find_root(parent, i) == i:
                 c += 1
         counts[b] = c
 
