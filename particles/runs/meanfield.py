@@ -46,9 +46,11 @@ from particles.meanfield import DensityFrame, MeanFieldConfig, solve
 from particles.progress import Progress
 from particles.runs.session import (
     OutputFile,
+    attach_summary,
     check_output_path,
-    deferred_interrupts,
+    finish,
     guard,
+    read_back,
     remove_stale_partials,
     resume_target,
 )
@@ -232,24 +234,12 @@ def run_meanfield_to_file(
         try:
             with guard(output, close, interrupted=interrupted, failed=failed):
                 solve(config, state=state, on_frame=on_frame)
-                with deferred_interrupts() as held:  # finishing is never cut short
-                    output.check_owned()
-                    writer.close(complete=True)
-                    output.finish()
+                held = finish(output, writer)  # never cut short
         except OutputWriteError as exc:
-            if exc.kept is not None and exc.summary is None:
-                try:
-                    exc.summary = read_density_summary(exc.kept)
-                except TrajectoryFileError:
-                    pass
+            attach_summary(exc, read_density_summary)
             raise
-    output.check_owned()
-    result = read_density_summary(path)
-    if not result.complete:  # read back: never report complete what is not
-        raise OutputWriteError(
-            path, "the file read back is not complete", kept=path, summary=result,
-            needed=_estimate(config, result.frames_expected - result.frames),
-        )
+    result = read_back(output, read_density_summary,
+                       lambda r: _estimate(config, r.frames_expected - r.frames))
     if held:
         raise RunInterrupted(path, result, signum=held[0])
     return result

@@ -70,9 +70,11 @@ from particles.io.h5md import (
 from particles.progress import Progress
 from particles.runs.session import (
     OutputFile,
+    attach_summary,
     check_output_path,
-    deferred_interrupts,
+    finish,
     guard,
+    read_back,
     remove_stale_partials,
     resume_target,
 )
@@ -385,24 +387,12 @@ def run_to_file(
                     if (should_stop is not None and writer.frames + writer.pending < expected
                             and should_stop()):
                         raise KeyboardInterrupt
-            with deferred_interrupts() as held:  # finishing is never cut short
-                output.check_owned()
-                writer.close(complete=True)
-                output.finish()
+            held = finish(output, writer)  # never cut short
     except OutputWriteError as exc:
-        if exc.kept is not None and exc.summary is None:
-            try:
-                exc.summary = summarize(exc.kept)
-            except TrajectoryFileError:
-                pass
+        attach_summary(exc, summarize)
         raise
-    output.check_owned()
-    result = summarize(path)
-    if not result.complete:  # read back: never report complete what is not
-        raise OutputWriteError(
-            path, "the file read back is not complete", kept=path, summary=result,
-            needed=_estimate(config, result.frames_expected - result.frames),
-        )
+    result = read_back(output, summarize,
+                       lambda r: _estimate(config, r.frames_expected - r.frames))
     if held:
         raise RunInterrupted(path, result, signum=held[0])
     return result

@@ -64,6 +64,7 @@ from particles.errors import (
     RunFailed,
     RunInterrupted,
     StalePartialWarning,
+    TrajectoryFileError,
 )
 from particles.io.h5md import partial_owner
 from particles.paths import check_output_path
@@ -448,3 +449,44 @@ def stopped(what: str, how: str, path: Path, kept: Path | None, detail: Any = No
     if kept is None:
         return f"{what} {how}; {path} not written (an existing file is unchanged)"
     return f"{what} {how}; {path} " + (detail or "holds the frames so far, marked incomplete")
+
+
+def finish(output: OutputFile, writer: Any) -> list[int]:
+    """Close ``writer`` complete and promote ``output``, never cut short by a signal.
+
+    Returns the signals that arrived meanwhile (the caller raises
+    :class:`RunInterrupted` for them once the file is read back).
+    """
+    with deferred_interrupts() as held:
+        output.check_owned()
+        writer.close(complete=True)
+        output.finish()
+    return held
+
+
+def read_back(output: OutputFile, summarize: Callable[[Path], Any],
+              needed: Callable[[Any], int]) -> Any:
+    """The summary of the finished file, read back: never report complete what is not.
+
+    ``summarize`` is the file kind's reader (``path -> summary`` with ``complete``);
+    ``needed(summary)`` the bytes still to write, for the error.
+
+    Raises
+    ------
+    OutputWriteError
+        The file read back is not complete.
+    """
+    output.check_owned()
+    result = summarize(output.path)
+    if not result.complete:
+        raise OutputWriteError(output.path, "the file read back is not complete",
+                               kept=output.path, summary=result, needed=needed(result))
+    return result
+
+def attach_summary(exc: OutputWriteError, summarize: Callable[[Path], Any]) -> None:
+    """Give a write error the summary of the file it kept, when that file is readable."""
+    if exc.kept is not None and exc.summary is None:
+        try:
+            exc.summary = summarize(exc.kept)
+        except TrajectoryFileError:
+            pass
