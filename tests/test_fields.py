@@ -182,3 +182,27 @@ def test_loose_shift_bound_falls_back_to_exact_max(d):
             got = _evaluate(field, X, parallel)
             assert np.all(np.isfinite(got))
             np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13 * np.abs(ref).max() + 1e-300)
+
+
+@pytest.mark.parametrize("d", [2, 3, 5])
+@pytest.mark.parametrize("weights", [False, True])
+def test_small_path_is_the_tiled_loop_bit_for_bit(d, weights):
+    """Systems of at most TILE tokens run the one-tile path (queries prepared in
+    the tile's layout); it must give the tiled loop's numbers exactly, including
+    rows that fall back to their exact maximum (a loose bound at large beta)."""
+    from particles._numba import specialize
+    from particles.fields import attention
+
+    tiled = specialize(attention._attention_direct, "probe_tiled", SMALL_MAX_N=0)
+    rng = np.random.default_rng(11)
+    for n in (1, 7, 32, 33, attention.TILE):
+        for beta, flat in ((3.0, False), (300.0, True)):
+            cfg = _random_config(rng, n, d, beta, "sa", "n", weights)
+            field = build_field(cfg)
+            X = rng.normal(size=(n, d))
+            if not flat:
+                X /= np.linalg.norm(X, axis=1, keepdims=True)
+            small = _evaluate(field, X, False)
+            out = np.empty_like(X)
+            tiled(X, field.params, out, np.empty(field.workspace(1)))
+            np.testing.assert_array_equal(small, out)

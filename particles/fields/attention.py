@@ -31,7 +31,9 @@ Two compiled paths compute the same thing and are both checked against
 * *direct* (small ``d``): a streamed row of ``n`` scores per query, with the
   vectorised polynomial exp (scores and exp in one pass), then the weighted
   sums with explicit lanes, bit for bit however the kernel was compiled
-  (see :mod:`particles._numba`); nothing of size ``n x n`` is held.
+  (see :mod:`particles._numba`); nothing of size ``n x n`` is held.  A
+  system of at most ``TILE`` tokens (ensembles) is one tile, prepared in the
+  tile's layout: the same numbers with no per-step copies.
 * *blas* (large ``d``): blocks of ``B`` query rows, scores ``B x n`` by a BLAS
   product, exp fused in cache, then a second BLAS product with the values.
 
@@ -51,6 +53,8 @@ BLOCK = 64
 #: query rows per tile of the direct path: the tile's queries and sums
 #: (``(2 d + 2) TILE`` floats) stay in L1.
 TILE = 128
+#: systems up to this size take the one-tile path (:func:`_attention_small`).
+SMALL_MAX_N = TILE
 
 
 def project_qkv(X: np.ndarray, Q: np.ndarray | None, K: np.ndarray | None,
@@ -154,6 +158,67 @@ def _bounds(qs, kT, logm, qbound):
         for a in range(d):
             s += qs[i, a] * qs[i, a]
         qbound[i] = np.sqrt(s) * kmax + lmax
+
+
+@jit
+def _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT):
+    """:func:`_prepare` with the queries transposed too, ``qT`` (d, n): the
+    same numbers, stored as the small path's tile reads them."""
+    n, d = X.shape
+    if qk_identity and v_identity:
+        for a in range(d):
+            for i in range(n):
+                x = X[i, a]
+                qT[a, i] = beta * x
+                kT[a, i] = x
+                vT[a, i] = x
+        return
+    for i in range(n):
+        for a in range(d):
+            if qk_identity:
+                qa = X[i, a]
+                ka = X[i, a]
+            else:
+                qa = 0.0
+                ka = 0.0
+                for b in range(d):
+                    qa += Q[a, b] * X[i, b]
+                    ka += K[a, b] * X[i, b]
+            qT[a, i] = beta * qa
+            kT[a, i] = ka
+            if v_identity:
+                vT[a, i] = X[i, a]
+            else:
+                va = 0.0
+                for b in range(d):
+                    va += V[a, b] * X[i, b]
+                vT[a, i] = va
+
+
+@jit
+def _bounds_T(qT, kT, logm, qbound):
+    """:func:`_bounds` for transposed queries ``qT`` (d, n): the same numbers."""
+    d, n = qT.shape
+    kmax = 0.0
+    for j in range(n):
+        s = 0.0
+        for a in range(d):
+            s += kT[a, j] * kT[a, j]
+        kmax = max(kmax, s)
+    kmax = np.sqrt(kmax)
+    lmax = -np.inf
+    for j in range(n):
+        lmax = max(lmax, logm[j])
+    # |q_i|^2 accumulated coordinate by coordinate (the same sums, in the same
+    # order, as a loop over a per row), so the rows vectorise
+    for i in range(n):
+        qbound[i] = 0.0
+    for a in range(d):
+        qa = qT[a]
+        for i in range(n):
+            qbound[i] += qa[i] * qa[i]
+    for i in range(n):
+        qbound[i] = np.sqrt(qbound[i]) * kmax + lmax
 
 
 #: a row whose weights sum below this had a shift far above its true maximum
@@ -329,6 +394,51 @@ def _setup(X, p, ws):
     return qs, kT, vT, bound
 
 
+@jit
+def _attention_small(X, p, out, ws):
+    """The direct path for ``n <= TILE``: one tile holds every row, so the
+    queries and shifts are prepared in the tile's layout (no copies) and the
+    row loop runs once; the same numbers as the tiled loop, bit for bit.
+
+    Scratch (``3 n d + (d + 4) n + d`` floats, within
+    :func:`workspace_size`): qT, kT, vT (d, n), the shifts (n,), the sums
+    (d + 1, n), one row's buffers for the rare exact-maximum rows.
+    """
+    Q, K, V, logm, beta = p[0], p[1], p[2], p[3], p[4]
+    normalized, usa_shift, qk_identity, v_identity, inv_mass = p[5], p[6], p[7], p[8], p[9]
+    n, d = X.shape
+    nd = n * d
+    qT = ws[0:nd].reshape((d, n))
+    kT = ws[nd:2 * nd].reshape((d, n))
+    vT = ws[2 * nd:3 * nd].reshape((d, n))
+    o = 3 * nd
+    mt = ws[o:o + n]
+    sums = ws[o + n:o + n + (d + 1) * n].reshape((d + 1, n))
+    o += n + (d + 1) * n
+    buf = ws[o:o + n]
+    acc = ws[o + n:o + n + d]
+    _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT)
+    _bounds_T(qT, kT, logm, mt)
+    if d == 2:
+        _tile_d2(kT, vT, logm, qT, mt, sums, n)
+    elif d == 3:
+        _tile_d3(kT, vT, logm, qT, mt, sums, n)
+    else:
+        _tile_general(kT, vT, logm, qT, mt, sums, buf, n)
+    for i in range(n):
+        m = mt[i]
+        Z = sums[0, i]
+        if Z < _TINY_Z:
+            qs = qT.T
+            m = _row_max(i, qs, kT, logm)
+            Z = _row_general(i, qs, kT, vT, logm, m, buf, acc)
+            for a in range(d):
+                sums[a + 1, i] = acc[a]
+        f = _row_factor(Z, m, normalized, usa_shift, inv_mass)
+        for a in range(d):
+            out[i, a] = sums[a + 1, i] * f
+
+
 def _attention_direct(X, p, out, ws):
     """Attention output of one system, streamed (small d): rows in tiles of at
     most :data:`TILE`, each tile's sums vectorised over its rows.
@@ -338,6 +448,9 @@ def _attention_direct(X, p, out, ws):
     """
     logm, normalized, usa_shift, inv_mass = p[3], p[5], p[6], p[9]
     n, d = X.shape
+    if n <= SMALL_MAX_N:
+        _attention_small(X, p, out, ws)
+        return
     qs, kT, vT, bound = _setup(X, p, ws)
     nd = n * d
     base = 3 * nd + 2 * n

@@ -69,16 +69,24 @@ STAGES = 0
 ORDER = 1
 
 
+#: the batch runners split the systems into at most this many interleaved
+#: chunks, each with one scratch allocation (not one per system and call: a
+#: sweep calls the runner every save point), enough chunks for any core count.
+BATCH_CHUNKS = 64
+
+
 def _run_fixed_batch(Xb, t0, nsteps, h, p, wsize, keys, counter):
     B, n, d = Xb.shape
-    for b in prange(B):
+    nchunks = min(B, BATCH_CHUNKS)
+    for c in prange(nchunks):
         ws = np.empty(wsize)
         S = np.empty((STAGES, n, d))
-        X = Xb[b]
-        pb = select(p, b)
-        key = keys[b]
-        for k in range(nsteps):
-            step(X, t0 + k * h, h, pb, ws, S, key, counter + k)
+        for b in range(c, B, nchunks):
+            X = Xb[b]
+            pb = select(p, b)
+            key = keys[b]
+            for k in range(nsteps):
+                step(X, t0 + k * h, h, pb, ws, S, key, counter + k)
 
 
 def _run_fixed_rows(Xb, t0, nsteps, h, p, wsize, keys, counter):
@@ -187,11 +195,13 @@ def _one_adaptive(X, t0, t1, hs, p, ws, S, rtol, atol, max_steps, st, key):
 
 def _run_adaptive_batch(Xb, t0, t1, hs, p, wsize, rtol, atol, max_steps, stats, keys):
     B, n, d = Xb.shape
-    for b in prange(B):
+    nchunks = min(B, BATCH_CHUNKS)
+    for c in prange(nchunks):
         ws = np.empty(wsize)
         S = np.empty((STAGES, n, d))
-        one(Xb[b], t0, t1, hs[b:b + 1], select(p, b), ws, S, rtol, atol, max_steps, stats[b],
-            keys[b])
+        for b in range(c, B, nchunks):
+            one(Xb[b], t0, t1, hs[b:b + 1], select(p, b), ws, S, rtol, atol, max_steps,
+                stats[b], keys[b])
 
 
 def _run_adaptive_rows(Xb, t0, t1, hs, p, wsize, rtol, atol, max_steps, stats, keys):
