@@ -151,13 +151,14 @@ _BLOCK = 32
 _U0 = np.uint64(0)
 _U1 = np.uint64(1)
 @jit
-def _double_transpose(X, XT2):
-    """XT2 (d, 2n): XT2[a, i] = XT2[a, i + n] = X[i, a] for X (n, d)."""
-    n, d = X.shape
+def _double_transpose(Xb, b, XT2):
+    """XT2 (d, 2n): XT2[a, i] = XT2[a, i + n] = Xb[b, i, a] for Xb (B, n, d)."""
+    n = XT2.shape[1] // 2
+    d = XT2.shape[0]
     for i in range(n):
         for a in range(d):
-            XT2[a, i] = X[i, a]
-            XT2[a, i + n] = X[i, a]
+            XT2[a, i] = Xb[b, i, a]
+            XT2[a, i + n] = Xb[b, i, a]
 
 
 @jit
@@ -208,6 +209,14 @@ def _diagonal_close(XT2, k, v, off, n, cos_eps):
         for i in range(n):
             u = np.uint64(i)
             s = XT2[0, u] * XT2[0, u + ku] + XT2[1, u] * XT2[1, u + ku]
+            v[ou + u] = s
+            acc |= np.uint64(s > cos_eps) << u
+        return acc
+    if d == 3:
+        for i in range(n):
+            u = np.uint64(i)
+            s = ((XT2[0, u] * XT2[0, u + ku] + XT2[1, u] * XT2[1, u + ku])
+                 + XT2[2, u] * XT2[2, u + ku])
             v[ou + u] = s
             acc |= np.uint64(s > cos_eps) << u
         return acc
@@ -296,7 +305,7 @@ def _stats_mask(Xb, thresholds, cos_eps, beta, wts, msq, pairs, counts, esum):
         v = np.empty(max(n * (n // 2), 1))
         C = np.empty(n // 2 + 1, dtype=np.uint64)
         for b in range(blk * _BLOCK, min(B, (blk + 1) * _BLOCK)):
-            _double_transpose(Xb[b], XT2)
+            _double_transpose(Xb, b, XT2)
             for k in range(1, n // 2 + 1):
                 C[k] = _diagonal_close(XT2, k, v, (k - 1) * n, n, cos_eps)
             for t in range(K):
@@ -325,7 +334,7 @@ def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
         for i in range(n):
             m2[i] = m2[i + n] = m[i]
         for b in range(blk * _BLOCK, min(B, (blk + 1) * _BLOCK)):
-            _double_transpose(Xb[b], XT2)
+            _double_transpose(Xb, b, XT2)
             for i in range(n):
                 parent[i] = i
             for t in range(K):
