@@ -16,8 +16,10 @@ positions of a frame are dropped once reduced (kept only with
 * ``order_parameter``: the ``order`` observer's ``r``;
 
 the first three from one compiled pass over the pairs of every system
-(:func:`frame_statistics`: one inner product per pair, the exponentials
-vectorised; tested against the detector and the observables);
+(:func:`frame_statistics`: one inner product per pair, vectorised over the
+pairs, the exponentials vectorised; the clusters of n <= MASK_MAX_N tokens
+from bitmasks, of more by a union-find; tested against the detector and the
+observables);
 
 and per system: the formation and first-merge times of its cluster-count
 series (:mod:`particles.analysis.merges`: the first long-lived plateau, NaN
@@ -131,21 +133,23 @@ class TaskResult:
 
 # ------------------------------------------------------------ compiled kernels
 # The pairs i < j of a system are visited by diagonals of the circulant
-# (i, i + k mod n), k = 1 .. n // 2, i < n (i < n / 2 on the last diagonal of an
-# even n): every pair once, in loops of length n over i that vectorise (the
-# coordinates are transposed and doubled, XT2 (d, 2n), so the partner of i is
-# XT2[:, i + k]).  A pair's inner product is the detector's (one rounded
-# product, one rounded add per coordinate, in order; products commute), so the
-# close pairs and the clusters are exactly those of
-# :func:`particles.analysis.components.component_labels`.
+# (i, i + k mod n), k = 1 .. n // 2, i < n: every pair once, except on the last
+# diagonal of an even n (2k = n), where i and i + n/2 give the same pair twice
+# (only i < n/2 counts there).  Every diagonal is one loop of length n over i
+# that vectorises: the coordinates are transposed and doubled, XT2 (d, 2n), so
+# the partner of i is XT2[:, i + k].  A pair's inner product is the
+# detector's (one rounded product, one rounded add per coordinate, in order;
+# products commute), so the close pairs and the clusters are exactly those of
+# :func:`particles.analysis.components.component_labels`, on every input.
 
-#: largest n whose cluster count runs on one 64-bit adjacency mask per token
-#: (a breadth-first OR-propagation) and whose pair values are kept in one
-#: buffer per thread; larger n take :func:`_stats_union` (a union-find over
-#: the close pairs, O(n) scratch).
+#: largest n whose clusters come from bitmasks (one uint64 per diagonal: bit i
+#: of diagonal k set where i and i + k mod n are linked; a set-at-a-time
+#: breadth-first search, :func:`_circulant_components`) and whose pair values
+#: are kept in one buffer per thread (:func:`_stats_mask`); larger n take
+#: :func:`_stats_union` (a union-find over the close pairs, O(n) scratch).
 MASK_MAX_N = 64
 
-#: systems per block of the parallel loop (each block allocates its scratch once).
+#: most systems per block of the parallel loop (each block allocates its scratch once).
 _BLOCK = 32
 
 _U0 = np.uint64(0)
@@ -292,19 +296,21 @@ def _energy_sum(v, wts, msq, L):
 def _stats_mask(Xb, thresholds, cos_eps, beta, wts, msq, pairs, counts, esum):
     """:func:`frame_statistics` for n <= MASK_MAX_N.  Per system the pair values
     of every diagonal go into one buffer (diagonal k at ``(k - 1) n``: the
-    n (n - 1) / 2 pairs are its first entries), the close pairs into adjacency
-    masks; then one pass per threshold, one exponential pass and one weighted
-    sum over the buffer (wts: :func:`pair_weights`, empty for equal masses
-    ``sqrt(msq)``)."""
+    n (n - 1) / 2 pairs are its first entries, the repeated half of the last
+    diagonal of an even n comes after them), the close pairs into one bitmask
+    per diagonal; then one pass per threshold, one exponential pass and one
+    weighted sum over the pairs (wts: :func:`_pair_weights`, or empty for equal
+    masses, each ``sqrt(msq)``)."""
     B, n, d = Xb.shape
     K = thresholds.shape[0]
     P = n * (n - 1) // 2
-    nblocks = (B + _BLOCK - 1) // _BLOCK
+    bs = max(1, min(_BLOCK, B // 16))  # at least 16 blocks where B allows
+    nblocks = (B + bs - 1) // bs
     for blk in prange(nblocks):
         XT2 = np.empty((d, 2 * n))
         v = np.empty(max(n * (n // 2), 1))
         C = np.empty(n // 2 + 1, dtype=np.uint64)
-        for b in range(blk * _BLOCK, min(B, (blk + 1) * _BLOCK)):
+        for b in range(blk * bs, min(B, (blk + 1) * bs)):
             _double_transpose(Xb, b, XT2)
             for k in range(1, n // 2 + 1):
                 C[k] = _diagonal_close(XT2, k, v, (k - 1) * n, n, cos_eps)
@@ -324,7 +330,8 @@ def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
     the components by a union-find over the close pairs (m (n,): the masses)."""
     B, n, d = Xb.shape
     K = thresholds.shape[0]
-    nblocks = (B + _BLOCK - 1) // _BLOCK
+    bs = max(1, min(_BLOCK, B // 16))  # at least 16 blocks where B allows
+    nblocks = (B + bs - 1) // bs
     for blk in prange(nblocks):
         XT2 = np.empty((d, 2 * n))
         m2 = np.empty(2 * n)
@@ -333,7 +340,7 @@ def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
         parent = np.empty(n, dtype=np.int64)
         for i in range(n):
             m2[i] = m2[i + n] = m[i]
-        for b in range(blk * _BLOCK, min(B, (blk + 1) * _BLOCK)):
+        for b in range(blk * bs, min(B, (blk + 1) * bs)):
             _double_transpose(Xb, b, XT2)
             for i in range(n):
                 parent[i] = i
@@ -370,14 +377,15 @@ def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
             counts[b] = c
 
 
-def pair_weights(masses: np.ndarray) -> np.ndarray:
+def _pair_weights(masses: np.ndarray) -> np.ndarray:
     """``m_i m_j`` of the pairs in the order of :func:`_stats_mask`'s buffer
-    (diagonal by diagonal): shape (n (n - 1) / 2,)."""
+    (diagonal k = 1 .. n // 2, i < n; i < n / 2 where 2k = n): shape (n (n - 1) / 2,)."""
     m = np.asarray(masses, dtype=np.float64)
     n = m.shape[0]
-    i = np.arange(n)
-    parts = [m[: n // 2 if 2 * k == n else n] * m[(i[: n // 2 if 2 * k == n else n] + k) % n]
-             for k in range(1, n // 2 + 1)]
+    parts = []
+    for k in range(1, n // 2 + 1):
+        i = np.arange(n // 2 if 2 * k == n else n)
+        parts.append(m[i] * m[(i + k) % n])
     return np.ascontiguousarray(np.concatenate(parts) if parts else np.empty(0))
 
 
@@ -404,7 +412,15 @@ def frame_statistics(x: np.ndarray, deltas: np.ndarray, eps: float, beta: float,
     energy : ndarray, shape (m,)
         ``1/(2 beta N^2) sum_ij m_i m_j exp(beta <x_i, x_j>)`` (its beta = 0
         limit ``1/(2 N^2) sum_ij m_i m_j <x_i, x_j>``), the default ``energy``
-        observable (:mod:`particles.observables`) to rounding.
+        observable (:mod:`particles.observables`) to rounding (the pair terms
+        are summed in a fixed order of their own, with lanes).
+
+    Notes
+    -----
+    n <= :data:`MASK_MAX_N` tokens: clusters from bitmasks, the pair values
+    of a system in one buffer (:func:`_stats_mask`); more: one diagonal of
+    pairs at a time and a union-find (:func:`_stats_union`).  The close pairs
+    and the cluster counts are exact (the detector's inner products) either way.
     """
     xb = np.ascontiguousarray(x, dtype=np.float64)
     B = xb.shape[0]
@@ -417,7 +433,7 @@ def frame_statistics(x: np.ndarray, deltas: np.ndarray, eps: float, beta: float,
     cos_eps = float(np.cos(eps))
     if n <= MASK_MAX_N:
         equal = n == 0 or bool(np.all(m == m[0]))
-        wts = np.empty(0) if equal else pair_weights(m)
+        wts = np.empty(0) if equal else _pair_weights(m)
         msq = float(m[0] * m[0]) if n and equal else 0.0
         _stats_mask(xb, thresholds, cos_eps, float(beta), wts, msq, pairs, counts, esum)
     else:
