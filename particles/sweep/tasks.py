@@ -327,7 +327,15 @@ def _stats_mask(Xb, thresholds, cos_eps, beta, wts, msq, pairs, counts, esum):
 @cached(parallel=True)
 def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
     """:func:`frame_statistics` for any n, one diagonal at a time (O(n) scratch);
-    the components by a union-find over the close pairs (m (n,): the masses)."""
+    the components by a union-find over the close pairs (m (n,): the masses).
+
+    Every token keeps a label, a token of its tree (lab2 (2n,), doubled like
+    XT2: its root when last relabelled, or the root a pair of it joined): a
+    close pair of equal labels is one tree already, so a diagonal is first
+    screened in one vectorised pass and only its close pairs of different
+    labels go through the union-find (in a clustered frame, after the first
+    diagonals, none).  A diagonal of more than n / 16 such pairs relabels
+    every token by its root."""
     B, n, d = Xb.shape
     K = thresholds.shape[0]
     bs = max(1, min(_BLOCK, B // 16))  # at least 16 blocks where B allows
@@ -338,33 +346,43 @@ def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
         w = np.empty(n)
         v = np.empty(n)
         parent = np.empty(n, dtype=np.int64)
+        lab2 = np.empty(2 * n, dtype=np.int64)
         for i in range(n):
             m2[i] = m2[i + n] = m[i]
         for b in range(blk * bs, min(B, (blk + 1) * bs)):
             _double_transpose(Xb, b, XT2)
             for i in range(n):
                 parent[i] = i
+                lab2[i] = lab2[i + n] = i
             for t in range(K):
                 pairs[b, t] = 0
             e_acc = 0.0
             for k in range(1, n // 2 + 1):
                 L = _diagonal_length(n, k)
+                ku = np.uint64(k)
                 _diagonal_dots(XT2, k, v, 0, n)
                 for t in range(K):
                     pairs[b, t] += _count_above(v, L, thresholds[t])
+                new = 0
                 for i in range(L):
-                    if v[i] > cos_eps:
+                    u = np.uint64(i)
+                    new += (v[u] > cos_eps) & (lab2[u] != lab2[u + ku])
+                if new:
+                    for i in range(L):
                         q = i + k if i + k < n else i + k - n
-                        if parent[i] != parent[q]:  # else one tree already
+                        if v[i] > cos_eps and lab2[i] != lab2[q]:
                             ri = find_root(parent, i)
                             rq = find_root(parent, q)
-                            if ri != rq:
-                                parent[max(ri, rq)] = min(ri, rq)
+                            r = min(ri, rq)
+                            parent[max(ri, rq)] = r
+                            lab2[i] = lab2[i + n] = lab2[q] = lab2[q + n] = r
+                    if 16 * new > n:  # many joins: relabel every token
+                        for i in range(n):
+                            lab2[i] = lab2[i + n] = find_root(parent, i)
                 if beta > 0.0:
                     for i in range(n):
                         v[i] = beta * (v[i] - 1.0)
                     exp_row(v, v)
-                ku = np.uint64(k)
                 for i in range(L):
                     u = np.uint64(i)
                     w[u] = m2[u] * m2[u + ku]
