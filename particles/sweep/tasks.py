@@ -154,6 +154,8 @@ _BLOCK = 32
 
 _U0 = np.uint64(0)
 _U1 = np.uint64(1)
+
+
 @jit
 def _double_transpose(Xb, b, XT2):
     """XT2 (d, 2n): XT2[a, i] = XT2[a, i + n] = Xb[b, i, a] for Xb (B, n, d)."""
