@@ -40,9 +40,11 @@ from particles._numba import jit, prange, specialize
 from particles.fastexp import exp_scalar
 from particles.fields import attention
 
-#: from this dimension on, the attention kernels multiply row blocks with BLAS
-#: (the step is bound by matrix products, not by exp; see benchmarks/).
-BLAS_MIN_D = 24
+#: from this dimension on, the attention kernels multiply row blocks with BLAS.
+#: Measured (one thread, float64, these machines): BLAS blocks beat the direct
+#: tiles from d = 5 (1.2-1.4x at n = 32..1024, 1.5-2x from d = 8); the
+#: specialised d = 2, 3 tiles win below (0.84x), d = 4 is even.
+BLAS_MIN_D = 5
 
 #: above this exponent e^x overflows float64: the largest USA log-weight allowed.
 MAX_LOG_WEIGHT = 700.0
