@@ -57,9 +57,10 @@ def test_names_are_validated():
         == ("order", "pairwise")
 
 
+@pytest.mark.parametrize("n", [1, 2, 40])
 @pytest.mark.parametrize("batch", [None, 3])
-def test_order_observer_matches_the_pairwise_values(batch):
-    n, d = 40, 3
+def test_order_observer_matches_the_pairwise_values(batch, n):
+    d = 3
     X = sphere.uniform(n, d, rng=np.random.default_rng(0), batch=batch).reshape(-1, n, d)
     m = np.linspace(0.5, 1.5, n)
     full = compute_observables(X, 2.0, m)
