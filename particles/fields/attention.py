@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from particles._numba import fma, jit, prange, specialize
-from particles.fastexp import exp_scalar, lane_dots4, lane_total
+from particles.fastexp import exp_scalar, exp_shifted, lane_dots4, lane_total
 
 #: rows per BLAS block: ``BLOCK * n`` scores stay in cache.
 BLOCK = 64
@@ -260,8 +260,7 @@ def _row_general(i, qs, kT, vT, logm, m, buf, acc):
     return Z
 
 
-@jit
-def _tile_d2(kT, vT, logm, qT, mt, acc, T):
+def _tile_d2_t(kT, vT, logm, qT, mt, acc, T):
     """Attention sums of a tile of T query rows for d = 2, vectorised over the rows.
 
     ``qT`` (2, >= T) holds the tile's scaled queries, ``mt`` (>= T,) their
@@ -282,15 +281,14 @@ def _tile_d2(kT, vT, logm, qT, mt, acc, T):
         v0, v1 = vT[0, j], vT[1, j]
         lj = logm[j]
         for k in range(T):
-            w = exp_scalar(fma(q1[k], k1, fma(q0[k], k0, lj - mt[k])))
+            w = EXP(fma(q1[k], k1, fma(q0[k], k0, lj - mt[k])))
             Z[k] += w
             A0[k] = fma(w, v0, A0[k])
             A1[k] = fma(w, v1, A1[k])
 
 
-@jit
-def _tile_d3(kT, vT, logm, qT, mt, acc, T):
-    """As :func:`_tile_d2` for d = 3 (``qT`` (3, >= T), ``acc`` (4, >= T))."""
+def _tile_d3_t(kT, vT, logm, qT, mt, acc, T):
+    """As :func:`_tile_d2_t` for d = 3 (``qT`` (3, >= T), ``acc`` (4, >= T))."""
     n = kT.shape[1]
     q0, q1, q2 = qT[0], qT[1], qT[2]
     Z, A0, A1, A2 = acc[0], acc[1], acc[2], acc[3]
@@ -304,16 +302,15 @@ def _tile_d3(kT, vT, logm, qT, mt, acc, T):
         v0, v1, v2 = vT[0, j], vT[1, j], vT[2, j]
         lj = logm[j]
         for k in range(T):
-            w = exp_scalar(fma(q2[k], k2, fma(q1[k], k1, fma(q0[k], k0, lj - mt[k]))))
+            w = EXP(fma(q2[k], k2, fma(q1[k], k1, fma(q0[k], k0, lj - mt[k]))))
             Z[k] += w
             A0[k] = fma(w, v0, A0[k])
             A1[k] = fma(w, v1, A1[k])
             A2[k] = fma(w, v2, A2[k])
 
 
-@jit
-def _tile_general(kT, vT, logm, qT, mt, acc, sc, T):
-    """As :func:`_tile_d2` for any d: ``qT`` (d, >= T), ``acc`` (d + 1, >= T);
+def _tile_general_t(kT, vT, logm, qT, mt, acc, sc, T):
+    """As :func:`_tile_d2_t` for any d: ``qT`` (d, >= T), ``acc`` (d + 1, >= T);
     per key j one pass over the tile per dimension for the scores (into
     ``sc``, (>= T,)), one exp pass, one pass per dimension for the sums."""
     n = kT.shape[1]
@@ -333,7 +330,7 @@ def _tile_general(kT, vT, logm, qT, mt, acc, sc, T):
             for k in range(T):
                 sc[k] = fma(qa[k], ka, sc[k])
         for k in range(T):
-            w = exp_scalar(sc[k])
+            w = EXP(sc[k])
             sc[k] = w
             Z[k] += w
         for a in range(d):
@@ -341,6 +338,54 @@ def _tile_general(kT, vT, logm, qT, mt, acc, sc, T):
             va = vT[a, j]
             for k in range(T):
                 ar[k] = fma(sc[k], va, ar[k])
+
+
+#: the exp of the tiles (bound per copy below): exp_scalar, or exp_shifted
+#: where :func:`_shift_is_safe` holds.
+EXP = exp_scalar
+
+_tile_d2 = specialize(_tile_d2_t, "exact", EXP=exp_scalar)
+_tile_d3 = specialize(_tile_d3_t, "exact", EXP=exp_scalar)
+_tile_general = specialize(_tile_general_t, "exact", EXP=exp_scalar)
+_tile_d2_shifted = specialize(_tile_d2_t, "shifted", EXP=exp_shifted)
+_tile_d3_shifted = specialize(_tile_d3_t, "shifted", EXP=exp_shifted)
+_tile_general_shifted = specialize(_tile_general_t, "shifted", EXP=exp_shifted)
+
+#: shifts and log-masses below this size keep every shifted score far below
+#: EXP_HI (its rounding is at most ~(d + 2) 2^-52 (3 SAFE_SHIFT) < 1 for any
+#: direct-path d), so the tiles may use exp_shifted: the same bits, ~15% faster.
+SAFE_SHIFT = 1e12
+
+
+@jit
+def _shift_is_safe(mt, T, logm):
+    """Whether the T shifts mt and every log-mass are within +-SAFE_SHIFT (NaN: no)."""
+    ok = True
+    for k in range(T):
+        ok &= abs(mt[k]) <= SAFE_SHIFT
+    for j in range(logm.shape[0]):
+        ok &= abs(logm[j]) <= SAFE_SHIFT
+    return ok
+
+
+@jit
+def _tile(kT, vT, logm, qT, mt, sums, buf, T):
+    """The attention sums of a tile of T rows (:func:`_tile_d2_t`), by the tile
+    of its d, with :func:`~particles.fastexp.exp_shifted` where it is safe."""
+    d = kT.shape[0]
+    if _shift_is_safe(mt, T, logm):
+        if d == 2:
+            _tile_d2_shifted(kT, vT, logm, qT, mt, sums, T)
+        elif d == 3:
+            _tile_d3_shifted(kT, vT, logm, qT, mt, sums, T)
+        else:
+            _tile_general_shifted(kT, vT, logm, qT, mt, sums, buf, T)
+    elif d == 2:
+        _tile_d2(kT, vT, logm, qT, mt, sums, T)
+    elif d == 3:
+        _tile_d3(kT, vT, logm, qT, mt, sums, T)
+    else:
+        _tile_general(kT, vT, logm, qT, mt, sums, buf, T)
 
 
 @jit
@@ -419,24 +464,36 @@ def _attention_small(X, p, out, ws):
     acc = ws[o + n:o + n + d]
     _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT)
     _bounds_T(qT, kT, logm, mt)
-    if d == 2:
-        _tile_d2(kT, vT, logm, qT, mt, sums, n)
-    elif d == 3:
-        _tile_d3(kT, vT, logm, qT, mt, sums, n)
-    else:
-        _tile_general(kT, vT, logm, qT, mt, sums, buf, n)
+    _tile(kT, vT, logm, qT, mt, sums, buf, n)
+    Z = sums[0]
+    tiny = False
     for i in range(n):
-        m = mt[i]
-        Z = sums[0, i]
-        if Z < _TINY_Z:
-            qs = qT.T
-            m = _row_max(i, qs, kT, logm)
-            Z = _row_general(i, qs, kT, vT, logm, m, buf, acc)
+        tiny |= Z[i] < _TINY_Z
+    if tiny:  # rare: rows recomputed with their exact maxima
+        for i in range(n):
+            m = mt[i]
+            Zi = Z[i]
+            if Zi < _TINY_Z:
+                qs = qT.T
+                m = _row_max(i, qs, kT, logm)
+                Zi = _row_general(i, qs, kT, vT, logm, m, buf, acc)
+                for a in range(d):
+                    sums[a + 1, i] = acc[a]
+            f = _row_factor(Zi, m, normalized, usa_shift, inv_mass)
             for a in range(d):
-                sums[a + 1, i] = acc[a]
-        f = _row_factor(Z, m, normalized, usa_shift, inv_mass)
-        for a in range(d):
-            out[i, a] = sums[a + 1, i] * f
+                out[i, a] = sums[a + 1, i] * f
+        return
+    # the row factors of _row_factor, in one vectorised pass (mt is free now)
+    if normalized:
+        for i in range(n):
+            mt[i] = 1.0 / Z[i]
+    else:
+        for i in range(n):
+            mt[i] = np.exp(mt[i] - usa_shift) * inv_mass
+    for a in range(d):
+        sa = sums[a + 1]
+        for i in range(n):
+            out[i, a] = sa[i] * mt[i]
 
 
 def _attention_direct(X, p, out, ws):
@@ -474,12 +531,7 @@ def _attention_direct(X, p, out, ws):
                 mt[k] = bound[i]
                 for a in range(d):
                     qT[a, k] = qs[i, a]
-            if d == 2:
-                _tile_d2(kT, vT, logm, qT, mt, sums, T)
-            elif d == 3:
-                _tile_d3(kT, vT, logm, qT, mt, sums, T)
-            else:
-                _tile_general(kT, vT, logm, qT, mt, sums, buf, T)
+            _tile(kT, vT, logm, qT, mt, sums, buf, T)
             for k in range(T):
                 i = c + (t0 + k) * nchunks
                 m = mt[k]

@@ -17,6 +17,17 @@ from particles.sphere.rows import project_rows
 def axpy_rows(X, h, Y, out):
     """``out = X + h Y`` for arrays of shape (n, d); ``out`` may alias X or Y."""
     n, d = X.shape
+    if d == 2:  # written out so that the loop over rows vectorises
+        for i in range(n):
+            out[i, 0] = X[i, 0] + h * Y[i, 0]
+            out[i, 1] = X[i, 1] + h * Y[i, 1]
+        return
+    if d == 3:
+        for i in range(n):
+            out[i, 0] = X[i, 0] + h * Y[i, 0]
+            out[i, 1] = X[i, 1] + h * Y[i, 1]
+            out[i, 2] = X[i, 2] + h * Y[i, 2]
+        return
     for i in range(n):
         for a in range(d):
             out[i, a] = X[i, a] + h * Y[i, a]

@@ -32,6 +32,23 @@ def project_rows(X, Y, out):
 def normalize_rows(X):
     """Scale every row of X (n, d) to unit norm, in place."""
     n, d = X.shape
+    # d = 2, 3 written out (the same operations in the same order: s starts at
+    # 0.0 + x_0^2 = x_0^2) so that the loop over rows vectorises
+    if d == 2:
+        for i in range(n):
+            x0, x1 = X[i, 0], X[i, 1]
+            inv = 1.0 / np.sqrt(x0 * x0 + x1 * x1)
+            X[i, 0] = x0 * inv
+            X[i, 1] = x1 * inv
+        return
+    if d == 3:
+        for i in range(n):
+            x0, x1, x2 = X[i, 0], X[i, 1], X[i, 2]
+            inv = 1.0 / np.sqrt((x0 * x0 + x1 * x1) + x2 * x2)
+            X[i, 0] = x0 * inv
+            X[i, 1] = x1 * inv
+            X[i, 2] = x2 * inv
+        return
     for i in range(n):
         s = 0.0
         for a in range(d):
