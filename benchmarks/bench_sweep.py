@@ -7,7 +7,8 @@ integrator, statistics every 2 layers: 184 320 systems of 300 layers each.
 Prints one table:
 
 * ``local``: ``particles sweep ...`` in a fresh process (compile included),
-  the local backend (every core, Numba threads over the systems of a task);
+  the local backend as the command picks it (for this workload: one worker
+  process per core, one Numba thread each);
 * ``dask``: the same sweep through a scheduler and two ``dask worker
   --nthreads 1`` processes started here on 127.0.0.1 (fresh workers, so
   their compiles are included; the cluster's start-up is shown apart),

@@ -83,6 +83,9 @@ class SweepGroup(click.Group):
               help="Also store every system's positions at every save time.")
 @click.option("--chunk", type=int, help="Systems per task (default: enough tasks for every "
               "worker; the results do not depend on it).")
+@click.option("--processes", type=click.IntRange(min=1), help="Local worker processes, one "
+              "Numba thread each; 1 runs the tasks in this process (default: one per core "
+              "when the sweep is estimated at 30 s or more, else this process).")
 @click.option("--scheduler", help="Dask scheduler tcp://HOST:PORT (default: this machine, "
               "or DASK_SCHEDULER_ADDRESS).")
 @click.option("--scheduler-file", type=click.Path(path_type=Path),
@@ -90,8 +93,8 @@ class SweepGroup(click.Group):
 @click.pass_context
 def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | None,
           config_file: Path | None, out: Path, overwrite: bool, resume: bool, dry_run: bool,
-          keep_positions: bool, chunk: int | None, scheduler: str | None,
-          scheduler_file: Path | None, **options: str | None) -> None:
+          keep_positions: bool, chunk: int | None, processes: int | None,
+          scheduler: str | None, scheduler_file: Path | None, **options: str | None) -> None:
     """Run ensembles over a grid of parameters into one sweep file.
 
     Every simulate option takes a value, a list A,B,C or an inclusive range
@@ -137,11 +140,14 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
     if chunk is not None and chunk < 1:
         raise click.BadParameter(f"must be a positive integer, got {chunk}",
                                  param_hint="'--chunk'")
+    if processes is not None and (scheduler or scheduler_file):
+        raise click.BadParameter("local worker processes and a Dask scheduler exclude each "
+                                 "other", param_hint="'--processes'")
     if dry_run:
         _dry_run(spec, out, chunk, resume)
         return
-    run_it(spec, out, overwrite=overwrite, resume=resume, chunk=chunk, scheduler=scheduler,
-           scheduler_file=scheduler_file)
+    run_it(spec, out, overwrite=overwrite, resume=resume, chunk=chunk, processes=processes,
+           scheduler=scheduler, scheduler_file=scheduler_file)
 
 
 def _floats(option: str, text: str) -> list[float]:
@@ -190,7 +196,7 @@ def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
 
 
 def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
-           scheduler: str | None, scheduler_file: Path | None) -> None:
+           processes: int | None, scheduler: str | None, scheduler_file: Path | None) -> None:
     """Run the sweep and report (one line per outcome; exit 128 + signal on a stop)."""
     from particles_cli.simulate import one_line_warnings, stop_on_signals
 
@@ -200,7 +206,7 @@ def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
 
     try:
         backend = make_backend(
-            scheduler=scheduler,
+            scheduler=scheduler, processes=processes,  # None: picked per sweep
             scheduler_file=None if scheduler_file is None else str(scheduler_file))
     except (SweepError, ValueError, OSError, TimeoutError) as exc:  # e.g. no scheduler there
         _fail(exc)

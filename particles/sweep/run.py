@@ -319,6 +319,10 @@ def run_sweep(
         with guard(output, close, interrupted=interrupted, failed=failed):
             if backend is None:
                 backend = make_backend()
+            fit = getattr(backend, "fit", None)
+            if fit is not None:  # a local backend picks its processes for this sweep
+                left = spec.points * spec.runs - done_before
+                fit(sweep_estimate(spec).seconds * left / (spec.points * spec.runs), left)
             size = chunk or default_chunk(spec, backend.workers)
             tasks = plan_tasks(spec, writer.done, int(size))
             total = spec.points * spec.runs
