@@ -187,13 +187,13 @@ def test_loose_shift_bound_falls_back_to_exact_max(d):
 @pytest.mark.parametrize("d", [2, 3, 4])
 @pytest.mark.parametrize("weights", [False, True])
 def test_small_path_is_the_tiled_loop_bit_for_bit(d, weights):
-    """Systems of at most TILE tokens run the one-tile path (queries prepared in
-    the tile's layout); it must give the tiled loop's numbers exactly, including
+    """Systems of at most IN_PLACE_MAX_N tokens are one tile read in place; it
+    must give the numbers of the tile built by copying rows exactly, including
     rows that fall back to their exact maximum (a loose bound at large beta)."""
     from particles._numba import specialize
     from particles.fields import attention
 
-    tiled = specialize(attention._attention_direct, "probe_tiled", SMALL_MAX_N=0)
+    tiled = specialize(attention._attention_direct, "probe_tiled", IN_PLACE_MAX_N=0)
     rng = np.random.default_rng(11)
     for n in (1, 7, 32, 33, attention.TILE):
         for beta, flat in ((3.0, False), (300.0, True)):
@@ -210,26 +210,48 @@ def test_small_path_is_the_tiled_loop_bit_for_bit(d, weights):
 
 @pytest.mark.parametrize("d", [2, 3, 4])
 def test_shifted_exp_tiles_give_the_exact_tiles_bits(d):
-    """The tiles take the exp without the upper clamp (exp_shifted) when the
-    shifts are small enough (every ensemble and sphere run); forcing the exact
-    exp everywhere (SAFE_SHIFT = -1) must give the same numbers, also where
-    rows fall back to their exact maximum."""
+    """The tiles take the exp without the upper clamp (exp_shifted); the same
+    tile with the exact exp must give the same numbers, on the sphere and off
+    it at large beta (shifts far above the true maxima)."""
     from particles._numba import specialize
+    from particles.fastexp import exp_scalar
     from particles.fields import attention
 
-    exact_tile = specialize(attention._tile.py_func, "probe_exact", SAFE_SHIFT=-1.0)
-    exact = specialize(attention._attention_direct, "probe_exact", _tile=exact_tile,
-                       _attention_small=specialize(attention._attention_small.py_func,
-                                                   "probe_exact", _tile=exact_tile))
+    tile = {2: attention._tile_d2, 3: attention._tile_d3}.get(d, attention._tile_general)
+    exact = specialize(tile.py_func, "probe_exact", exp_shifted=exp_scalar)
     rng = np.random.default_rng(12)
-    for n in (5, 32, 200):
-        for beta, flat in ((3.0, False), (300.0, True)):
-            X = rng.normal(size=(n, d))
-            if not flat:
-                X /= np.linalg.norm(X, axis=1, keepdims=True)
-            field = build_field(SimulationConfig(n=n, d=d, beta=beta))
-            ws = np.empty(attention.workspace_size(n, d, 1, False))
-            fast, slow = np.empty_like(X), np.empty_like(X)
-            attention.attention_direct_serial(X, field.params, fast, ws)
-            exact(X, field.params, slow, ws)
-            np.testing.assert_array_equal(fast, slow)
+    for n, beta, flat in ((5, 3.0, False), (32, 3.0, False), (128, 300.0, True)):
+        X = rng.normal(size=(n, d))
+        if not flat:
+            X /= np.linalg.norm(X, axis=1, keepdims=True)
+        field = build_field(SimulationConfig(n=n, d=d, beta=beta))
+        kT = np.ascontiguousarray(X.T)
+        qT = beta * kT
+        logm = np.zeros(n)
+        mt = beta * np.linalg.norm(X, axis=1) * np.linalg.norm(X, axis=1).max()
+        args = [kT, kT.copy(), logm, qT, mt]
+        fast, slow = np.empty((d + 1, n)), np.empty((d + 1, n))
+        extra = () if d in (2, 3) else (np.empty(n),)
+        tile(*args, fast, *extra, n)
+        exact(*args, slow, *extra, n)
+        np.testing.assert_array_equal(fast, slow)
+        assert field.params[7]  # Q = K = I: the arrays above are the kernel's
+
+
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_shifts_too_large_for_the_fast_exp_take_the_exact_rows(d):
+    """Tokens of norm ~1e6 give shifts above SAFE_SHIFT: every row goes through
+    the exact-exp row path; still finite, the reference's numbers, and the same
+    in the serial and the parallel kernel."""
+    from particles.fields import attention
+
+    rng = np.random.default_rng(13)
+    for n in (20, 300):
+        X = rng.normal(size=(n, d)) * 1e6
+        field = build_field(SimulationConfig(n=n, d=d, beta=1.0))
+        assert np.abs(X).max() ** 2 > attention.SAFE_SHIFT
+        ref = field.reference(X)
+        serial = _evaluate(field, X, False)
+        assert np.all(np.isfinite(serial))
+        np.testing.assert_allclose(serial, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max())
+        np.testing.assert_array_equal(_evaluate(field, X, True), serial)

@@ -67,6 +67,22 @@ def assert_same(a: dict, b: dict) -> None:
             assert np.array_equal(a[k], b[k]), k
 
 
+def wait_for_systems(proc: subprocess.Popen, out: Path, count: int, timeout: float = 300) -> int:
+    """Poll the sweep file ``out`` of a running sweep until ``count`` systems are
+    done (or the process ended, or the timeout passed); the systems done."""
+    done = 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None and done < count:
+        time.sleep(0.02)
+        if out.exists():
+            try:
+                with h5py.File(out, "r", locking=False) as f:
+                    done = int(f["sweep/done"][()].sum())
+            except (OSError, KeyError):
+                continue
+    return done
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """The sweep SPEC run in one task per grid point."""
@@ -386,19 +402,8 @@ def test_sigkill_then_resume_gives_the_uninterrupted_file(reference, tmp_path):
            "--chunk", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             cwd=tmp_path)
-    done = 0
-    deadline = time.monotonic() + 300
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
-            if out.exists():
-                try:
-                    with h5py.File(out, "r", locking=False) as f:
-                        done = int(f["sweep/done"][()].sum())
-                except (OSError, KeyError):
-                    continue
-                if done >= 3:
-                    break
+        done = wait_for_systems(proc, out, 3)
         assert proc.poll() is None, f"the sweep ended before it was killed ({done} done)"
         proc.send_signal(signal.SIGKILL)
         proc.wait()

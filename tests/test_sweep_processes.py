@@ -12,11 +12,10 @@ import time
 import uuid
 from pathlib import Path
 
-import h5py
 import pytest
 import sweep_workers
 from clitools import invoke, usage_error
-from test_sweep import ARGS, SPEC, assert_same, contents
+from test_sweep import ARGS, SPEC, assert_same, contents, wait_for_systems
 
 from particles.sweep import LocalBackend, run_sweep
 from particles.sweep.backends import PROCESS_MIN_SECONDS, local_cores
@@ -105,17 +104,8 @@ def test_ctrl_c_stops_the_workers_and_resume_finishes_the_file(tmp_path):
     env = {**os.environ, mark.split("=")[0]: mark.split("=")[1]}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=tmp_path, env=env)
-    deadline = time.monotonic() + 300
-    done = 0
     try:
-        while time.monotonic() < deadline and proc.poll() is None and done < 4:
-            time.sleep(0.05)
-            if out.exists():
-                try:
-                    with h5py.File(out, "r", locking=False) as f:
-                        done = int(f["sweep/done"][()].sum())
-                except (OSError, KeyError):
-                    continue
+        done = wait_for_systems(proc, out, 4)
         assert proc.poll() is None, f"the sweep ended before it was stopped ({done} done)"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)

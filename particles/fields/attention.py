@@ -53,8 +53,8 @@ BLOCK = 64
 #: query rows per tile of the direct path: the tile's queries and sums
 #: (``(2 d + 2) TILE`` floats) stay in L1.
 TILE = 128
-#: systems up to this size take the one-tile path (:func:`_attention_small`).
-SMALL_MAX_N = TILE
+#: systems up to this size are one tile read in place (:func:`_attention_direct`).
+IN_PLACE_MAX_N = TILE
 
 
 def project_qkv(X: np.ndarray, Q: np.ndarray | None, K: np.ndarray | None,
@@ -111,28 +111,9 @@ def attention_reference(
 @jit
 def _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT):
     """Scaled queries ``beta Q x_i`` into qs (n, d); keys ``K x_j`` and values
-    ``V x_j`` transposed into kT, vT (d, n), so row loops run over contiguous j."""
-    n, d = X.shape
-    for i in range(n):
-        for a in range(d):
-            if qk_identity:
-                qa = X[i, a]
-                ka = X[i, a]
-            else:
-                qa = 0.0
-                ka = 0.0
-                for b in range(d):
-                    qa += Q[a, b] * X[i, b]
-                    ka += K[a, b] * X[i, b]
-            qs[i, a] = beta * qa
-            kT[a, i] = ka
-            if v_identity:
-                vT[a, i] = X[i, a]
-            else:
-                va = 0.0
-                for b in range(d):
-                    va += V[a, b] * X[i, b]
-                vT[a, i] = va
+    ``V x_j`` transposed into kT, vT (d, n), so row loops run over contiguous j.
+    (:func:`_prepare_T` writing through the transposed view of qs.)"""
+    _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qs.T, kT, vT)
 
 
 @jit
@@ -141,29 +122,15 @@ def _bounds(qs, kT, logm, qbound):
 
     Cauchy-Schwarz makes them safe shifts (no exp overflows); on the sphere
     with ``Q = K = I`` and equal masses they equal the row maximum ``beta``.
+    (:func:`_bounds_T` on the transposed view of qs (n, d).)
     """
-    n, d = qs.shape
-    kmax = 0.0
-    for j in range(n):
-        s = 0.0
-        for a in range(d):
-            s += kT[a, j] * kT[a, j]
-        kmax = max(kmax, s)
-    kmax = np.sqrt(kmax)
-    lmax = -np.inf
-    for j in range(n):
-        lmax = max(lmax, logm[j])
-    for i in range(n):
-        s = 0.0
-        for a in range(d):
-            s += qs[i, a] * qs[i, a]
-        qbound[i] = np.sqrt(s) * kmax + lmax
+    _bounds_T(qs.T, kT, logm, qbound)
 
 
 @jit
 def _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT):
-    """:func:`_prepare` with the queries transposed too, ``qT`` (d, n): the
-    same numbers, stored as the small path's tile reads them."""
+    """Scaled queries ``beta Q x_i`` into qT (d, n), keys ``K x_j`` and values
+    ``V x_j`` into kT, vT (d, n): the layout the tiles read."""
     n, d = X.shape
     if qk_identity and v_identity:
         for a in range(d):
@@ -197,7 +164,7 @@ def _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT):
 
 @jit
 def _bounds_T(qT, kT, logm, qbound):
-    """:func:`_bounds` for transposed queries ``qT`` (d, n): the same numbers."""
+    """The shifts of :func:`_bounds` from transposed queries ``qT`` (d, n)."""
     d, n = qT.shape
     kmax = 0.0
     for j in range(n):
@@ -260,7 +227,8 @@ def _row_general(i, qs, kT, vT, logm, m, buf, acc):
     return Z
 
 
-def _tile_d2_t(kT, vT, logm, qT, mt, acc, T):
+@jit
+def _tile_d2(kT, vT, logm, qT, mt, acc, T):
     """Attention sums of a tile of T query rows for d = 2, vectorised over the rows.
 
     ``qT`` (2, >= T) holds the tile's scaled queries, ``mt`` (>= T,) their
@@ -281,14 +249,15 @@ def _tile_d2_t(kT, vT, logm, qT, mt, acc, T):
         v0, v1 = vT[0, j], vT[1, j]
         lj = logm[j]
         for k in range(T):
-            w = EXP(fma(q1[k], k1, fma(q0[k], k0, lj - mt[k])))
+            w = exp_shifted(fma(q1[k], k1, fma(q0[k], k0, lj - mt[k])))
             Z[k] += w
             A0[k] = fma(w, v0, A0[k])
             A1[k] = fma(w, v1, A1[k])
 
 
-def _tile_d3_t(kT, vT, logm, qT, mt, acc, T):
-    """As :func:`_tile_d2_t` for d = 3 (``qT`` (3, >= T), ``acc`` (4, >= T))."""
+@jit
+def _tile_d3(kT, vT, logm, qT, mt, acc, T):
+    """As :func:`_tile_d2` for d = 3 (``qT`` (3, >= T), ``acc`` (4, >= T))."""
     n = kT.shape[1]
     q0, q1, q2 = qT[0], qT[1], qT[2]
     Z, A0, A1, A2 = acc[0], acc[1], acc[2], acc[3]
@@ -302,15 +271,16 @@ def _tile_d3_t(kT, vT, logm, qT, mt, acc, T):
         v0, v1, v2 = vT[0, j], vT[1, j], vT[2, j]
         lj = logm[j]
         for k in range(T):
-            w = EXP(fma(q2[k], k2, fma(q1[k], k1, fma(q0[k], k0, lj - mt[k]))))
+            w = exp_shifted(fma(q2[k], k2, fma(q1[k], k1, fma(q0[k], k0, lj - mt[k]))))
             Z[k] += w
             A0[k] = fma(w, v0, A0[k])
             A1[k] = fma(w, v1, A1[k])
             A2[k] = fma(w, v2, A2[k])
 
 
-def _tile_general_t(kT, vT, logm, qT, mt, acc, sc, T):
-    """As :func:`_tile_d2_t` for any d: ``qT`` (d, >= T), ``acc`` (d + 1, >= T);
+@jit
+def _tile_general(kT, vT, logm, qT, mt, acc, sc, T):
+    """As :func:`_tile_d2` for any d: ``qT`` (d, >= T), ``acc`` (d + 1, >= T);
     per key j one pass over the tile per dimension for the scores (into
     ``sc``, (>= T,)), one exp pass, one pass per dimension for the sums."""
     n = kT.shape[1]
@@ -330,7 +300,7 @@ def _tile_general_t(kT, vT, logm, qT, mt, acc, sc, T):
             for k in range(T):
                 sc[k] = fma(qa[k], ka, sc[k])
         for k in range(T):
-            w = EXP(sc[k])
+            w = exp_shifted(sc[k])
             sc[k] = w
             Z[k] += w
         for a in range(d):
@@ -340,20 +310,10 @@ def _tile_general_t(kT, vT, logm, qT, mt, acc, sc, T):
                 ar[k] = fma(sc[k], va, ar[k])
 
 
-#: the exp of the tiles (bound per copy below): exp_scalar, or exp_shifted
-#: where :func:`_shift_is_safe` holds.
-EXP = exp_scalar
-
-_tile_d2 = specialize(_tile_d2_t, "exact", EXP=exp_scalar)
-_tile_d3 = specialize(_tile_d3_t, "exact", EXP=exp_scalar)
-_tile_general = specialize(_tile_general_t, "exact", EXP=exp_scalar)
-_tile_d2_shifted = specialize(_tile_d2_t, "shifted", EXP=exp_shifted)
-_tile_d3_shifted = specialize(_tile_d3_t, "shifted", EXP=exp_shifted)
-_tile_general_shifted = specialize(_tile_general_t, "shifted", EXP=exp_shifted)
-
 #: shifts and log-masses below this size keep every shifted score far below
 #: EXP_HI (its rounding is at most ~(d + 2) 2^-52 (3 SAFE_SHIFT) < 1 for any
-#: direct-path d), so the tiles may use exp_shifted: the same bits, ~15% faster.
+#: direct-path d), so the tiles may use exp_shifted (the bits of exp_scalar
+#: there, ~15% faster).
 SAFE_SHIFT = 1e12
 
 
@@ -370,16 +330,16 @@ def _shift_is_safe(mt, T, logm):
 
 @jit
 def _tile(kT, vT, logm, qT, mt, sums, buf, T):
-    """The attention sums of a tile of T rows (:func:`_tile_d2_t`), by the tile
-    of its d, with :func:`~particles.fastexp.exp_shifted` where it is safe."""
+    """The attention sums of a tile of T rows (:func:`_tile_d2`), by the tile of
+    its d.  The tiles take :func:`~particles.fastexp.exp_shifted`; where the
+    shifts are too large for it (:func:`_shift_is_safe`: absurd weights or
+    token norms) every row goes through :func:`_row_general` instead, with
+    the exact exp (other bits, chosen by the data alone)."""
     d = kT.shape[0]
-    if _shift_is_safe(mt, T, logm):
-        if d == 2:
-            _tile_d2_shifted(kT, vT, logm, qT, mt, sums, T)
-        elif d == 3:
-            _tile_d3_shifted(kT, vT, logm, qT, mt, sums, T)
-        else:
-            _tile_general_shifted(kT, vT, logm, qT, mt, sums, buf, T)
+    if not _shift_is_safe(mt, T, logm):
+        qs = qT.T
+        for k in range(T):
+            sums[0, k] = _row_general(k, qs, kT, vT, logm, mt[k], buf, sums[1:, k])
     elif d == 2:
         _tile_d2(kT, vT, logm, qT, mt, sums, T)
     elif d == 3:
@@ -439,15 +399,18 @@ def _setup(X, p, ws):
     return qs, kT, vT, bound
 
 
-@jit
-def _attention_small(X, p, out, ws):
-    """The direct path for ``n <= TILE``: one tile holds every row, so the
-    queries and shifts are prepared in the tile's layout (no copies) and the
-    row loop runs once; the same numbers as the tiled loop, bit for bit.
+def _attention_direct(X, p, out, ws):
+    """Attention output of one system, streamed (small d): rows in tiles of at
+    most :data:`TILE`, each tile's sums vectorised over its rows.
 
-    Scratch (``3 n d + (d + 4) n + d`` floats, within
-    :func:`workspace_size`): qT, kT, vT (d, n), the shifts (n,), the sums
-    (d + 1, n), one row's buffers for the rare exact-maximum rows.
+    Queries and keys are prepared transposed, (d, n), the layout the tiles
+    read; a system of at most :data:`IN_PLACE_MAX_N` tokens in one chunk is
+    one tile read in place (ensembles: no per-step copies), larger ones copy
+    each tile's rows.  One call site of the tile and of the row factors, so
+    the compiled code holds them once.
+
+    ``ws`` is float64 scratch of length :func:`workspace_size` (``blas=False``);
+    ``out`` (n, d) receives ``y``.
     """
     Q, K, V, logm, beta = p[0], p[1], p[2], p[3], p[4]
     normalized, usa_shift, qk_identity, v_identity, inv_mass = p[5], p[6], p[7], p[8], p[9]
@@ -456,69 +419,21 @@ def _attention_small(X, p, out, ws):
     qT = ws[0:nd].reshape((d, n))
     kT = ws[nd:2 * nd].reshape((d, n))
     vT = ws[2 * nd:3 * nd].reshape((d, n))
-    o = 3 * nd
-    mt = ws[o:o + n]
-    sums = ws[o + n:o + n + (d + 1) * n].reshape((d + 1, n))
-    o += n + (d + 1) * n
-    buf = ws[o:o + n]
-    acc = ws[o + n:o + n + d]
+    bound = ws[3 * nd:3 * nd + n]
     _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT)
-    _bounds_T(qT, kT, logm, mt)
-    _tile(kT, vT, logm, qT, mt, sums, buf, n)
-    Z = sums[0]
-    tiny = False
-    for i in range(n):
-        tiny |= Z[i] < _TINY_Z
-    if tiny:  # rare: rows recomputed with their exact maxima
-        for i in range(n):
-            m = mt[i]
-            Zi = Z[i]
-            if Zi < _TINY_Z:
-                qs = qT.T
-                m = _row_max(i, qs, kT, logm)
-                Zi = _row_general(i, qs, kT, vT, logm, m, buf, acc)
-                for a in range(d):
-                    sums[a + 1, i] = acc[a]
-            f = _row_factor(Zi, m, normalized, usa_shift, inv_mass)
-            for a in range(d):
-                out[i, a] = sums[a + 1, i] * f
-        return
-    # the row factors of _row_factor, in one vectorised pass (mt is free now)
-    if normalized:
-        for i in range(n):
-            mt[i] = 1.0 / Z[i]
-    else:
-        for i in range(n):
-            mt[i] = np.exp(mt[i] - usa_shift) * inv_mass
-    for a in range(d):
-        sa = sums[a + 1]
-        for i in range(n):
-            out[i, a] = sa[i] * mt[i]
-
-
-def _attention_direct(X, p, out, ws):
-    """Attention output of one system, streamed (small d): rows in tiles of at
-    most :data:`TILE`, each tile's sums vectorised over its rows.
-
-    ``ws`` is float64 scratch of length :func:`workspace_size` (``blas=False``);
-    ``out`` (n, d) receives ``y``.
-    """
-    logm, normalized, usa_shift, inv_mass = p[3], p[5], p[6], p[9]
-    n, d = X.shape
-    if n <= SMALL_MAX_N:
-        _attention_small(X, p, out, ws)
-        return
-    qs, kT, vT, bound = _setup(X, p, ws)
-    nd = n * d
+    _bounds_T(qT, kT, logm, bound)
     base = 3 * nd + 2 * n
     tile = min(TILE, n)
     per = n + d + (2 * d + 2) * tile
     nchunks = (ws.shape[0] - base) // per
+    in_place = n <= IN_PLACE_MAX_N
+    if in_place:
+        nchunks = 1
     for c in prange(nchunks):
         off = base + c * per
         buf = ws[off:off + n]
         acc = ws[off + n:off + n + d]
-        qT = ws[off + n + d:off + n + d + d * tile].reshape((d, tile))
+        qt = ws[off + n + d:off + n + d + d * tile].reshape((d, tile))
         off2 = off + n + d + d * tile
         mt = ws[off2:off2 + tile]
         sums = ws[off2 + tile:off2 + tile + (d + 1) * tile].reshape((d + 1, tile))
@@ -526,24 +441,59 @@ def _attention_direct(X, p, out, ws):
         count = (n - c + nchunks - 1) // nchunks
         for t0 in range(0, count, tile):
             T = min(tile, count - t0)
-            for k in range(T):
-                i = c + (t0 + k) * nchunks
-                mt[k] = bound[i]
-                for a in range(d):
-                    qT[a, k] = qs[i, a]
-            _tile(kT, vT, logm, qT, mt, sums, buf, T)
-            for k in range(T):
-                i = c + (t0 + k) * nchunks
-                m = mt[k]
-                Z = sums[0, k]
-                if Z < _TINY_Z:
-                    m = _row_max(i, qs, kT, logm)
-                    Z = _row_general(i, qs, kT, vT, logm, m, buf, acc)
+            if in_place:
+                qq = qT
+                mm = bound
+            else:
+                for k in range(T):
+                    i = c + (t0 + k) * nchunks
+                    mt[k] = bound[i]
                     for a in range(d):
-                        sums[a + 1, k] = acc[a]
-                f = _row_factor(Z, m, normalized, usa_shift, inv_mass)
+                        qt[a, k] = qT[a, i]
+                qq = qt
+                mm = mt
+            _tile(kT, vT, logm, qq, mm, sums, buf, T)
+            _finish_tile(qT, kT, vT, logm, mm, sums, buf, acc, out, c, t0, nchunks, T,
+                         normalized, usa_shift, inv_mass)
+
+
+@jit
+def _finish_tile(qT, kT, vT, logm, mt, sums, buf, acc, out, c, t0, nchunks, T, normalized,
+                 usa_shift, inv_mass):
+    """``out`` rows of a tile from its sums (rows ``c + (t0 + k) nchunks``): the
+    row factors of :func:`_row_factor` in one vectorised pass (mt receives
+    them), or row by row where some row's weights underflowed (``Z < _TINY_Z``)
+    and is recomputed with its exact maximum."""
+    d = kT.shape[0]
+    Z = sums[0]
+    tiny = False
+    for k in range(T):
+        tiny |= Z[k] < _TINY_Z
+    if tiny:
+        qs = qT.T
+        for k in range(T):
+            i = c + (t0 + k) * nchunks
+            m = mt[k]
+            Zk = Z[k]
+            if Zk < _TINY_Z:
+                m = _row_max(i, qs, kT, logm)
+                Zk = _row_general(i, qs, kT, vT, logm, m, buf, acc)
                 for a in range(d):
-                    out[i, a] = sums[a + 1, k] * f
+                    sums[a + 1, k] = acc[a]
+            f = _row_factor(Zk, m, normalized, usa_shift, inv_mass)
+            for a in range(d):
+                out[i, a] = sums[a + 1, k] * f
+        return
+    if normalized:
+        for k in range(T):
+            mt[k] = 1.0 / Z[k]
+    else:
+        for k in range(T):
+            mt[k] = np.exp(mt[k] - usa_shift) * inv_mass
+    for a in range(d):
+        sa = sums[a + 1]
+        for k in range(T):
+            out[c + (t0 + k) * nchunks, a] = sa[k] * mt[k]
 
 
 def _attention_blas(X, p, out, ws):
