@@ -49,12 +49,14 @@ ARGS = ("--n 6 --d 2 --integrator euler --dt 0.1 --T 2 --save-every 2 --beta 1,5
 
 
 def contents(path: Path) -> dict[str, np.ndarray]:
-    """Every dataset under /sweep and the sweep's attributes, by name."""
+    """Every dataset under /sweep and the sweep's attributes (but the file's
+    creation and modification times), by name."""
     out: dict[str, np.ndarray] = {}
     with h5py.File(path, "r") as f:
         f["sweep"].visititems(lambda k, v: out.__setitem__(k, v[()])
                               if isinstance(v, h5py.Dataset) else None)
-        out["attrs"] = np.array(json.dumps({k: str(v) for k, v in f["parameters"].attrs.items()}))
+        out["attrs"] = np.array(json.dumps({k: str(v) for k, v in f["parameters"].attrs.items()
+                                            if k not in ("created", "modified")}))
     return out
 
 

@@ -8,7 +8,6 @@ killed at its end, whatever happens.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,10 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-import h5py
-import numpy as np
 import pytest
 from clitools import invoke, ok, usage_error
+from test_sweep import assert_same, contents
 
 pytest.importorskip("distributed")
 
@@ -120,26 +118,6 @@ def fails_on_three(i: int) -> int:
 #: layers), so a worker can be killed while it runs one.
 SPEC = SweepSpec(base=dict(n=32, d=2, integrator="euler", dt=0.1, T=30.0, save_every=20),
                  axes=(("beta", (1.0, 4.0)),), runs=600, seed=5)
-
-
-def contents(path: Path) -> dict[str, np.ndarray]:
-    """Every dataset under /sweep (per-system results, done flags, statistics)."""
-    out: dict[str, np.ndarray] = {}
-    with h5py.File(path, "r") as f:
-        f["sweep"].visititems(lambda k, v: out.__setitem__(k, v[()])
-                              if isinstance(v, h5py.Dataset) else None)
-        out["attrs"] = np.array(json.dumps({k: str(v) for k, v in f["parameters"].attrs.items()
-                                            if k not in ("created", "modified")}))
-    return out
-
-
-def assert_same(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        if a[k].dtype.kind in "fc":
-            assert a[k].tobytes() == b[k].tobytes(), k
-        else:
-            assert np.array_equal(a[k], b[k]), k
 
 
 @pytest.fixture(scope="module")
