@@ -154,18 +154,10 @@ def _small_observables(X, beta, m, out):
 
 
 @jit
-def _finish(X, beta, m, sums, out):
-    """Turn the pair sums of X (n, d) into the observables, in NAMES order."""
+def _linear_sums(X, m):
+    """``(|sum_i x_i|^2, sum_i |x_i|^2, |sum_i m_i x_i|^2)`` of X (n, d): the
+    O(n) parts of the observables (``|sum x|^2 - sum |x|^2 = 2 sum_{i<j} <x_i, x_j>``)."""
     n, d = X.shape
-    N = 0.0
-    for i in range(n):
-        N += m[i]
-    en = sums[0] / (N * N)
-    if beta > 0.0:
-        energy = np.exp(beta) * en / (2.0 * beta) if beta < 709.0 else np.inf
-    else:
-        energy = sums[1] / (2.0 * N * N)
-    # |sum_i x_i|^2 - sum_i |x_i|^2 = 2 sum_{i<j} <x_i, x_j>; |sum_i m_i x_i|
     r2 = 0.0
     sq = 0.0
     w2 = 0.0
@@ -178,6 +170,22 @@ def _finish(X, beta, m, sums, out):
             sq += X[i, a] * X[i, a]
         r2 += s * s
         w2 += w * w
+    return r2, sq, w2
+
+
+@jit
+def _finish(X, beta, m, sums, out):
+    """Turn the pair sums of X (n, d) into the observables, in NAMES order."""
+    n = X.shape[0]
+    N = 0.0
+    for i in range(n):
+        N += m[i]
+    en = sums[0] / (N * N)
+    if beta > 0.0:
+        energy = np.exp(beta) * en / (2.0 * beta) if beta < 709.0 else np.inf
+    else:
+        energy = sums[1] / (2.0 * N * N)
+    r2, sq, w2 = _linear_sums(X, m)
     out[0] = energy
     out[1] = en
     out[2] = np.sqrt(w2) / N
@@ -312,26 +320,18 @@ def observables_reference(X: np.ndarray, beta: float,
 
 # ------------------------------------------------------------- observers
 @cached(parallel=True)
-def _order_sums(Xb, m, inv_mass, order, mean_ip):
+def _order_sums(Xb, m, order, mean_ip):
     """Per system b of Xb (B, n, d): ``order[b] = |sum_i m_i x_i| / N`` and
-    ``mean_ip[b] = (|sum_i x_i|^2 - sum_i |x_i|^2) / (n (n - 1))`` (n >= 2)."""
-    B, n, d = Xb.shape
+    ``mean_ip[b] = (|sum_i x_i|^2 - sum_i |x_i|^2) / (n (n - 1))`` (1 for n = 1),
+    the numbers of the pairwise pass (:func:`_finish`), bit for bit."""
+    B, n = Xb.shape[0], Xb.shape[1]
+    N = 0.0
+    for i in range(n):
+        N += m[i]
     for b in prange(B):
-        w2 = 0.0
-        s2 = 0.0
-        q = 0.0
-        for a in range(d):
-            w = 0.0
-            s = 0.0
-            for i in range(n):
-                x = Xb[b, i, a]
-                w += m[i] * x
-                s += x
-                q += x * x
-            w2 += w * w
-            s2 += s * s
-        order[b] = np.sqrt(w2) * inv_mass
-        mean_ip[b] = (s2 - q) / (n * (n - 1.0)) if n > 1 else 1.0
+        r2, sq, w2 = _linear_sums(Xb[b], m)
+        order[b] = np.sqrt(w2) / N
+        mean_ip[b] = (r2 - sq) / (n * (n - 1.0)) if n > 1 else 1.0
 
 
 def order_observables(Xb: np.ndarray, beta: float, masses: np.ndarray,
@@ -351,13 +351,13 @@ def order_observables(Xb: np.ndarray, beta: float, masses: np.ndarray,
     Returns
     -------
     dict of str to ndarray, shape (batch,)
-        The same quantities as :func:`compute_observables`, equal to rounding.
+        The same numbers as :func:`compute_observables` gives them.
     """
     X = np.ascontiguousarray(Xb, dtype=np.float64)
     m = np.ascontiguousarray(masses, dtype=np.float64)
     order = np.empty(X.shape[0])
     mean_ip = np.empty(X.shape[0])
-    _order_sums(X, m, 1.0 / float(m.sum()), order, mean_ip)
+    _order_sums(X, m, order, mean_ip)
     return {"order_parameter": order, "mean_inner_product": mean_ip}
 
 

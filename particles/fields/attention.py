@@ -318,25 +318,25 @@ SAFE_SHIFT = 1e12
 
 
 @jit
-def _shift_is_safe(mt, T, logm):
-    """Whether the T shifts mt and every log-mass are within +-SAFE_SHIFT (NaN: no)."""
+def _shift_is_safe(bound, logm):
+    """Whether every row shift and every log-mass is within +-SAFE_SHIFT (NaN: no)."""
     ok = True
-    for k in range(T):
-        ok &= abs(mt[k]) <= SAFE_SHIFT
+    for i in range(bound.shape[0]):
+        ok &= abs(bound[i]) <= SAFE_SHIFT
     for j in range(logm.shape[0]):
         ok &= abs(logm[j]) <= SAFE_SHIFT
     return ok
 
 
 @jit
-def _tile(kT, vT, logm, qT, mt, sums, buf, T):
+def _tile(kT, vT, logm, qT, mt, sums, buf, T, fast):
     """The attention sums of a tile of T rows (:func:`_tile_d2`), by the tile of
-    its d.  The tiles take :func:`~particles.fastexp.exp_shifted`; where the
-    shifts are too large for it (:func:`_shift_is_safe`: absurd weights or
-    token norms) every row goes through :func:`_row_general` instead, with
-    the exact exp (other bits, chosen by the data alone)."""
+    its d.  The tiles take :func:`~particles.fastexp.exp_shifted`; in a system
+    whose shifts are too large for it (``fast`` False, :func:`_shift_is_safe`:
+    absurd weights or token norms) every row goes through :func:`_row_general`
+    instead, with the exact exp (other bits, chosen by the data alone)."""
     d = kT.shape[0]
-    if not _shift_is_safe(mt, T, logm):
+    if not fast:
         qs = qT.T
         for k in range(T):
             sums[0, k] = _row_general(k, qs, kT, vT, logm, mt[k], buf, sums[1:, k])
@@ -426,6 +426,7 @@ def _attention_direct(X, p, out, ws):
     tile = min(TILE, n)
     per = n + d + (2 * d + 2) * tile
     nchunks = (ws.shape[0] - base) // per
+    fast = _shift_is_safe(bound, logm)  # once per call, not per tile
     in_place = n <= IN_PLACE_MAX_N
     if in_place:
         nchunks = 1
@@ -452,7 +453,7 @@ def _attention_direct(X, p, out, ws):
                         qt[a, k] = qT[a, i]
                 qq = qt
                 mm = mt
-            _tile(kT, vT, logm, qq, mm, sums, buf, T)
+            _tile(kT, vT, logm, qq, mm, sums, buf, T, fast)
             _finish_tile(qT, kT, vT, logm, mm, sums, buf, acc, out, c, t0, nchunks, T,
                          normalized, usa_shift, inv_mass)
 
