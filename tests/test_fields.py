@@ -186,14 +186,15 @@ def test_loose_shift_bound_falls_back_to_exact_max(d):
 
 @pytest.mark.parametrize("d", [2, 3, 4])
 @pytest.mark.parametrize("weights", [False, True])
-def test_small_path_is_the_tiled_loop_bit_for_bit(d, weights):
-    """Systems of at most IN_PLACE_MAX_N tokens are one tile read in place; it
-    must give the numbers of the tile built by copying rows exactly, including
-    rows that fall back to their exact maximum (a loose bound at large beta)."""
+def test_tiling_does_not_change_the_bits(d, weights):
+    """A row's sums do not depend on the tile it falls in: the kernel with
+    tiles of 7 rows (several chunks, a partial last tile) gives the numbers of
+    one tile per system exactly, including rows that fall back to their exact
+    maximum (a loose bound at large beta)."""
     from particles._numba import specialize
     from particles.fields import attention
 
-    tiled = specialize(attention._attention_direct, "probe_tiled", IN_PLACE_MAX_N=0)
+    tiled = specialize(attention._attention_direct, "probe_tiled", TILE=7)
     rng = np.random.default_rng(11)
     for n in (1, 7, 32, 33, attention.TILE):
         for beta, flat in ((3.0, False), (300.0, True)):
@@ -202,10 +203,10 @@ def test_small_path_is_the_tiled_loop_bit_for_bit(d, weights):
             if not flat:
                 X /= np.linalg.norm(X, axis=1, keepdims=True)
             ws = np.empty(attention.workspace_size(n, d, 1, False))
-            small, out = np.empty_like(X), np.empty_like(X)
-            attention.attention_direct_serial(X, field.params, small, ws)
-            tiled(X, field.params, out, ws)
-            np.testing.assert_array_equal(small, out)
+            whole, out = np.empty_like(X), np.empty_like(X)
+            attention.attention_direct_serial(X, field.params, whole, ws)
+            tiled(X, field.params, out, np.empty(attention.workspace_size(n, d, 3, False)))
+            np.testing.assert_array_equal(whole, out)
 
 
 @pytest.mark.parametrize("d", [2, 3, 4])

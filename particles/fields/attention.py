@@ -31,9 +31,9 @@ Two compiled paths compute the same thing and are both checked against
 * *direct* (small ``d``): a streamed row of ``n`` scores per query, with the
   vectorised polynomial exp (scores and exp in one pass), then the weighted
   sums with explicit lanes, bit for bit however the kernel was compiled
-  (see :mod:`particles._numba`); nothing of size ``n x n`` is held.  A
-  system of at most ``TILE`` tokens (ensembles) is one tile, prepared in the
-  tile's layout: the same numbers with no per-step copies.
+  (see :mod:`particles._numba`); nothing of size ``n x n`` is held.  Rows
+  go in tiles of ``TILE`` consecutive queries; a system of at most ``TILE``
+  tokens (ensembles) is one tile.
 * *blas* (large ``d``): blocks of ``B`` query rows, scores ``B x n`` by a BLAS
   product, exp fused in cache, then a second BLAS product with the values.
 
@@ -45,16 +45,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._numba import fma, jit, prange, specialize
+from particles._numba import fma, jit, prange, specialize, view2d
 from particles.fastexp import exp_scalar, exp_shifted, lane_dots4, lane_total
 
-#: rows per BLAS block: ``BLOCK * n`` scores stay in cache.
-BLOCK = 64
+#: rows per BLAS block (:func:`blas_block`): at least BLOCK_MIN, at most BLOCK.
+BLOCK_MIN = 16
+BLOCK = 128
+#: keys and values (``2 n d`` floats) up to this size stay in a 1 MiB L2 beside
+#: a small block's scores, so blocks of BLOCK_MIN rows (re-reading them from L2
+#: costs little next to the exp pass);
+KV_CACHED = 98304
+#: beyond it, blocks as large as this many scores allow (K and V come from
+#: further out for every block: fewer, larger blocks).
+BLOCK_SCORES = 1 << 19
 #: query rows per tile of the direct path: the tile's queries and sums
 #: (``(2 d + 2) TILE`` floats) stay in L1.
 TILE = 128
-#: systems up to this size are one tile read in place (:func:`_attention_direct`).
-IN_PLACE_MAX_N = TILE
 
 
 def project_qkv(X: np.ndarray, Q: np.ndarray | None, K: np.ndarray | None,
@@ -133,11 +139,15 @@ def _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT):
     ``V x_j`` into kT, vT (d, n): the layout the tiles read."""
     n, d = X.shape
     if qk_identity and v_identity:
+        # the strided reads of X once (into kT), then unit-stride passes
+        # (measured 1.7x faster at n = 32, d = 3 than three strided passes)
         for a in range(d):
             for i in range(n):
-                x = X[i, a]
+                kT[a, i] = X[i, a]
+        for a in range(d):
+            for i in range(n):
+                x = kT[a, i]
                 qT[a, i] = beta * x
-                kT[a, i] = x
                 vT[a, i] = x
         return
     for i in range(n):
@@ -163,21 +173,44 @@ def _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT):
 
 
 @jit
+def _max4(x, n, init):
+    """``max(init, x[0], ..., x[n - 1])`` of a non-NaN row in four lanes (max is
+    exact, so the order does not change the result; a chained max is one
+    compare a cycle, and LLVM vectorises no max reduction without nnan)."""
+    m0 = init
+    m1 = init
+    m2 = init
+    m3 = init
+    nb = n - n % 4
+    for j in range(0, nb, 4):
+        x0, x1, x2, x3 = x[j], x[j + 1], x[j + 2], x[j + 3]
+        m0 = x0 if x0 > m0 else m0
+        m1 = x1 if x1 > m1 else m1
+        m2 = x2 if x2 > m2 else m2
+        m3 = x3 if x3 > m3 else m3
+    for j in range(nb, n):
+        xj = x[j]
+        m0 = xj if xj > m0 else m0
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    return m2 if m2 > m0 else m0
+
+
+@jit
 def _bounds_T(qT, kT, logm, qbound):
     """The shifts of :func:`_bounds` from transposed queries ``qT`` (d, n)."""
     d, n = qT.shape
-    kmax = 0.0
+    # |k_j|^2 and |q_i|^2 accumulated coordinate by coordinate (the same sums,
+    # in the same order, as a loop over a per row), so the rows vectorise;
+    # qbound holds the key norms first
     for j in range(n):
-        s = 0.0
-        for a in range(d):
-            s += kT[a, j] * kT[a, j]
-        kmax = max(kmax, s)
-    kmax = np.sqrt(kmax)
-    lmax = -np.inf
-    for j in range(n):
-        lmax = max(lmax, logm[j])
-    # |q_i|^2 accumulated coordinate by coordinate (the same sums, in the same
-    # order, as a loop over a per row), so the rows vectorise
+        qbound[j] = 0.0
+    for a in range(d):
+        ka = kT[a]
+        for j in range(n):
+            qbound[j] += ka[j] * ka[j]
+    kmax = np.sqrt(_max4(qbound, n, 0.0))
+    lmax = _max4(logm, n, -np.inf)
     for i in range(n):
         qbound[i] = 0.0
     for a in range(d):
@@ -390,9 +423,9 @@ def _setup(X, p, ws):
     qk_identity, v_identity = p[7], p[8]
     n, d = X.shape
     nd = n * d
-    qs = ws[0:nd].reshape((n, d))
-    kT = ws[nd:2 * nd].reshape((d, n))
-    vT = ws[2 * nd:3 * nd].reshape((d, n))
+    qs = view2d(ws[0:nd], n, d)
+    kT = view2d(ws[nd:2 * nd], d, n)
+    vT = view2d(ws[2 * nd:3 * nd], d, n)
     bound = ws[3 * nd:3 * nd + n]
     _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
     _bounds(qs, kT, logm, bound)
@@ -401,13 +434,16 @@ def _setup(X, p, ws):
 
 def _attention_direct(X, p, out, ws):
     """Attention output of one system, streamed (small d): rows in tiles of at
-    most :data:`TILE`, each tile's sums vectorised over its rows.
+    most :data:`TILE` consecutive rows, each tile's sums vectorised over its rows.
 
     Queries and keys are prepared transposed, (d, n), the layout the tiles
-    read; a system of at most :data:`IN_PLACE_MAX_N` tokens in one chunk is
-    one tile read in place (ensembles: no per-step copies), larger ones copy
-    each tile's rows.  One call site of the tile and of the row factors, so
-    the compiled code holds them once.
+    read; chunks (threads) take the tiles round robin, and copy each tile's
+    queries and shifts into their own scratch (a unit-stride copy of
+    ``(d + 1) T`` floats: about 2% of an n = 32 step, while tiles read in
+    place from the shared arrays ran up to 1.25x slower, depending on where
+    the chunk's sums fell relative to them).  A system of at most ``TILE``
+    tokens (ensembles) is one tile.  One call site of the tile and of the
+    row factors, so the compiled code holds them once.
 
     ``ws`` is float64 scratch of length :func:`workspace_size` (``blas=False``);
     ``out`` (n, d) receives ``y``.
@@ -416,55 +452,57 @@ def _attention_direct(X, p, out, ws):
     normalized, usa_shift, qk_identity, v_identity, inv_mass = p[5], p[6], p[7], p[8], p[9]
     n, d = X.shape
     nd = n * d
-    qT = ws[0:nd].reshape((d, n))
-    kT = ws[nd:2 * nd].reshape((d, n))
-    vT = ws[2 * nd:3 * nd].reshape((d, n))
+    qT = view2d(ws[0:nd], d, n)
+    kT = view2d(ws[nd:2 * nd], d, n)
+    vT = view2d(ws[2 * nd:3 * nd], d, n)
     bound = ws[3 * nd:3 * nd + n]
     _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT)
     _bounds_T(qT, kT, logm, bound)
-    base = 3 * nd + 2 * n
+    base = 3 * nd + n
     tile = min(TILE, n)
     per = n + d + (2 * d + 2) * tile
-    nchunks = (ws.shape[0] - base) // per
+    ntiles = (n + tile - 1) // tile
+    nchunks = min((ws.shape[0] - base) // per, ntiles)
     fast = _shift_is_safe(bound, logm)  # once per call, not per tile
-    in_place = n <= IN_PLACE_MAX_N
-    if in_place:
-        nchunks = 1
     for c in prange(nchunks):
         off = base + c * per
         buf = ws[off:off + n]
         acc = ws[off + n:off + n + d]
-        qt = ws[off + n + d:off + n + d + d * tile].reshape((d, tile))
-        off2 = off + n + d + d * tile
-        mt = ws[off2:off2 + tile]
-        sums = ws[off2 + tile:off2 + tile + (d + 1) * tile].reshape((d + 1, tile))
-        # rows c, c + nchunks, ... of this chunk, a tile at a time
-        count = (n - c + nchunks - 1) // nchunks
-        for t0 in range(0, count, tile):
-            T = min(tile, count - t0)
-            if in_place:
-                qq = qT
-                mm = bound
-            else:
-                for k in range(T):
-                    i = c + (t0 + k) * nchunks
-                    mt[k] = bound[i]
-                    for a in range(d):
-                        qt[a, k] = qT[a, i]
-                qq = qt
-                mm = mt
-            _tile(kT, vT, logm, qq, mm, sums, buf, T, fast)
-            _finish_tile(qT, kT, vT, logm, mm, sums, buf, acc, out, c, t0, nchunks, T,
+        q0 = off + n + d
+        qt = view2d(ws[q0:q0 + d * tile], d, tile)
+        mt = ws[q0 + d * tile:q0 + (d + 1) * tile]
+        sums = view2d(ws[q0 + (d + 1) * tile:off + per], d + 1, tile)
+        for t in range(c, ntiles, nchunks):
+            i0 = t * tile
+            T = min(tile, n - i0)
+            _copy_tile(qT, bound, i0, T, qt, mt)
+            _tile(kT, vT, logm, qt, mt, sums, buf, T, fast)
+            _finish_tile(qT, kT, vT, logm, bound, sums, buf, acc, out, i0, T,
                          normalized, usa_shift, inv_mass)
 
 
 @jit
-def _finish_tile(qT, kT, vT, logm, mt, sums, buf, acc, out, c, t0, nchunks, T, normalized,
+def _copy_tile(qT, bound, i0, T, qt, mt):
+    """The tile's queries and shifts into the chunk's own scratch."""
+    d = qT.shape[0]
+    for a in range(d):
+        src = qT[a][i0:i0 + T]
+        dst = qt[a]
+        for k in range(T):
+            dst[k] = src[k]
+    src = bound[i0:i0 + T]
+    for k in range(T):
+        mt[k] = src[k]
+
+
+@jit
+def _finish_tile(qT, kT, vT, logm, bound, sums, buf, acc, out, i0, T, normalized,
                  usa_shift, inv_mass):
-    """``out`` rows of a tile from its sums (rows ``c + (t0 + k) nchunks``): the
-    row factors of :func:`_row_factor` in one vectorised pass (mt receives
-    them), or row by row where some row's weights underflowed (``Z < _TINY_Z``)
-    and is recomputed with its exact maximum."""
+    """``out`` rows ``i0 .. i0 + T - 1`` from their tile's sums: the row factors
+    of :func:`_row_factor` in one vectorised pass (written over the rows'
+    shifts in ``bound``, which no other tile reads), or row by row where some
+    row's weights underflowed (``Z < _TINY_Z``) and is recomputed with its
+    exact maximum."""
     d = kT.shape[0]
     Z = sums[0]
     tiny = False
@@ -473,8 +511,8 @@ def _finish_tile(qT, kT, vT, logm, mt, sums, buf, acc, out, c, t0, nchunks, T, n
     if tiny:
         qs = qT.T
         for k in range(T):
-            i = c + (t0 + k) * nchunks
-            m = mt[k]
+            i = i0 + k
+            m = bound[i]
             Zk = Z[k]
             if Zk < _TINY_Z:
                 m = _row_max(i, qs, kT, logm)
@@ -485,40 +523,57 @@ def _finish_tile(qT, kT, vT, logm, mt, sums, buf, acc, out, c, t0, nchunks, T, n
             for a in range(d):
                 out[i, a] = sums[a + 1, k] * f
         return
+    # unit-stride views (see _tile_d2)
+    f = bound[i0:i0 + T]
+    rows = out[i0:i0 + T]
     if normalized:
         for k in range(T):
-            mt[k] = 1.0 / Z[k]
+            f[k] = 1.0 / Z[k]
     else:
         for k in range(T):
-            mt[k] = np.exp(mt[k] - usa_shift) * inv_mass
+            f[k] = np.exp(f[k] - usa_shift) * inv_mass
     for a in range(d):
         sa = sums[a + 1]
         for k in range(T):
-            out[c + (t0 + k) * nchunks, a] = sa[k] * mt[k]
+            rows[k, a] = sa[k] * f[k]
+
+
+@jit
+def blas_block(n, d):
+    """Query rows per block of the BLAS path for a system of n tokens in d
+    dimensions (measured on a 1 MiB-L2 machine: at n = 1024, d = 16, blocks
+    of 16 rows take 0.8 of the time of 64; at n = 4096, d = 64, 128 rows take
+    0.94 of it).  The BLAS products round differently for other block shapes,
+    so this is a function of (n, d) alone, never of the threads."""
+    if 2 * n * d <= KV_CACHED:
+        return BLOCK_MIN
+    return max(BLOCK_MIN, min(BLOCK, BLOCK_SCORES // n))
 
 
 def _attention_blas(X, p, out, ws):
     """Attention output of one system in row blocks with BLAS products (large d).
 
-    ``ws`` is float64 scratch of length ``3 n d + n + nchunks * BLOCK * (n + d)``.
-    BLAS must be single-threaded when ``parallel`` (see simulate).
+    ``ws`` is float64 scratch of length ``3 n d + n + nchunks * B * (n + d)``,
+    ``B = blas_block(n, d)``.  BLAS must be single-threaded when ``parallel``
+    (see simulate).
     """
     logm, normalized, usa_shift, inv_mass = p[3], p[5], p[6], p[9]
     n, d = X.shape
     qs, kT, vT, bound = _setup(X, p, ws)
     base = 3 * n * d + n
-    per = BLOCK * (n + d)
+    block = blas_block(n, d)
+    per = block * (n + d)
     nchunks = (ws.shape[0] - base) // per
     vx = vT.T  # (n, d) view for the second product
-    nblocks = (n + BLOCK - 1) // BLOCK
+    nblocks = (n + block - 1) // block
     for c in prange(nchunks):
         off = base + c * per
         for blk in range(c, nblocks, nchunks):
-            i0 = blk * BLOCK
-            i1 = min(n, i0 + BLOCK)
+            i0 = blk * block
+            i1 = min(n, i0 + block)
             rows = i1 - i0
-            S = ws[off:off + rows * n].reshape((rows, n))
-            Yb = ws[off + BLOCK * n:off + BLOCK * n + rows * d].reshape((rows, d))
+            S = view2d(ws[off:off + rows * n], rows, n)
+            Yb = view2d(ws[off + block * n:off + block * n + rows * d], rows, d)
             np.dot(qs[i0:i1], kT, S)
             for r in range(rows):
                 Sr = S[r]
@@ -558,5 +613,5 @@ def workspace_size(n: int, d: int, nchunks: int, blas: bool) -> int:
         Whether the BLAS (blocked) path is used.
     """
     if blas:
-        return 3 * n * d + n + nchunks * BLOCK * (n + d)
-    return 3 * n * d + 2 * n + nchunks * (n + d + (2 * d + 2) * min(TILE, n))
+        return 3 * n * d + n + nchunks * blas_block.py_func(n, d) * (n + d)
+    return 3 * n * d + n + nchunks * (n + d + (2 * d + 2) * min(TILE, n))

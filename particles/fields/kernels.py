@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from particles._numba import jit, prange, specialize
+from particles._numba import jit, prange, specialize, view2d
 from particles.fastexp import exp_scalar
 from particles.fields import attention
 
@@ -228,9 +228,9 @@ def _pair_attention(X, p, out, ws):
     Q, K, V, logm, param, normalized, qk_identity, v_identity, inv_mass = p
     n, d = X.shape
     nd = n * d
-    qs = ws[0:nd].reshape((n, d))
-    ks = ws[nd:2 * nd].reshape((n, d))
-    vs = ws[2 * nd:3 * nd].reshape((n, d))
+    qs = view2d(ws[0:nd], n, d)
+    ks = view2d(ws[nd:2 * nd], n, d)
+    vs = view2d(ws[2 * nd:3 * nd], n, d)
     _rows_times(X, Q, qk_identity, qs)
     _rows_times(X, K, qk_identity, ks)
     _rows_times(X, V, v_identity, vs)

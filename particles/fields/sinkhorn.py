@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._numba import jit, prange, specialize
+from particles._numba import jit, prange, specialize, view2d
 from particles.fastexp import exp_scalar
 from particles.fields.attention import _prepare, project_qkv
 
@@ -135,11 +135,11 @@ def _sinkhorn(X, p, out, ws):
     Q, K, V, beta, qk_identity, v_identity, iters, tol = p
     n, d = X.shape
     nd = n * d
-    qs = ws[0:nd].reshape((n, d))
-    kT = ws[nd:2 * nd].reshape((d, n))
-    vT = ws[2 * nd:3 * nd].reshape((d, n))
-    ks = ws[3 * nd:4 * nd].reshape((n, d))
-    qsT = ws[4 * nd:5 * nd].reshape((d, n))
+    qs = view2d(ws[0:nd], n, d)
+    kT = view2d(ws[nd:2 * nd], d, n)
+    vT = view2d(ws[2 * nd:3 * nd], d, n)
+    ks = view2d(ws[3 * nd:4 * nd], n, d)
+    qsT = view2d(ws[4 * nd:5 * nd], d, n)
     f = ws[5 * nd:5 * nd + n]
     g = ws[5 * nd + n:5 * nd + 2 * n]
     h = ws[5 * nd + 2 * n:5 * nd + 3 * n]
@@ -195,7 +195,7 @@ def _multihead(X, p, out, ws):
     """
     n, d = X.shape
     nd = n * d
-    tmp = ws[0:nd].reshape((n, d))
+    tmp = view2d(ws[0:nd], n, d)
     rest = ws[nd:]
     Qs, Ks, Vs = p[0], p[1], p[2]
     tail = p[3:]
