@@ -338,8 +338,53 @@ def cached(*, parallel: bool = False, fastmath=FASTMATH):
     with an on-disk cache keyed by :data:`SOURCE_HASH` when :data:`DISK_CACHE` is on.  (Numba's own
     ``cache=True`` only checks the caller's source file, so a change in a
     kernel it calls from another module would leave it stale.)
+
+    A ``parallel`` entry point is a :class:`ByThreads` pair: called with one
+    Numba thread it runs its serial compilation (``prange`` as ``range``).
     """
-    return lambda fn: specialize(fn, "cached", parallel=parallel, cache=True, fastmath=fastmath)
+    if not parallel:
+        return lambda fn: specialize(fn, "cached", cache=True, fastmath=fastmath)
+    return lambda fn: ByThreads(specialize(fn, "cached_serial", cache=True, fastmath=fastmath),
+                                specialize(fn, "cached", parallel=True, cache=True,
+                                           fastmath=fastmath))
+
+
+class ByThreads:
+    """A parallel entry point and its serial twin, chosen per call by
+    ``numba.get_num_threads()``: with one thread the serial compilation runs
+    (the same bits: iterations of a ``prange`` write disjoint results, and a
+    one-thread parallel region runs them in order), and a one-thread process
+    (a sweep's worker) compiles no parallel region, which takes about twice as
+    long to compile.  Compiled callers, attributes and ``py_func`` see the
+    parallel dispatcher.
+    """
+
+    def __init__(self, serial: LazyDispatcher, parallel: LazyDispatcher) -> None:
+        self.serial = serial
+        self.parallel = parallel
+        self.py_func = parallel.py_func
+        self.__name__ = parallel.__name__
+        self.__qualname__ = parallel.__qualname__
+        self.__module__ = parallel.__module__
+        self.__doc__ = parallel.__doc__
+
+    def __call__(self, *args, **kwargs):
+        import numba
+
+        one = numba.get_num_threads() == 1
+        return (self.serial if one else self.parallel)(*args, **kwargs)
+
+    @property
+    def _numba_type_(self):
+        return self.parallel._numba_type_
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.parallel, name)
+
+    def __repr__(self) -> str:
+        return f"<ByThreads {self.__qualname__}>"
 
 
 

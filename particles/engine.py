@@ -136,11 +136,14 @@ def speed_bound(config: SimulationConfig) -> float:
 def _layout(config: SimulationConfig, field: CompiledField) -> str:
     """How the runners split the work: ``"rows"`` (one large system, its rows
     over threads), ``"batch"`` (systems over threads) or ``"serial"`` (one
-    small system: nothing worth a thread, and no parallel region to compile)."""
+    small system, or one Numba thread: systems in turn, and no parallel region
+    to compile, which in a one-thread sweep worker halves the runner's compile).
+    Every layout advances each system by the same serial step: the same bits."""
     B = config.batch or 1
-    if field.pairwise and B < numba.get_num_threads() and config.n >= ROWS_PARALLEL_MIN_N:
+    threads = numba.get_num_threads()
+    if field.pairwise and B < threads and config.n >= ROWS_PARALLEL_MIN_N:
         return "rows"
-    return "serial" if B == 1 else "batch"
+    return "serial" if B == 1 or threads == 1 else "batch"
 
 
 def execution_plan(config: SimulationConfig, field: CompiledField

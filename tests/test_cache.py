@@ -83,6 +83,7 @@ def test_one_thread_and_its_own_cache_give_the_same_bits(cold, tmp_path):
     results, _ = cold
     one, _ = _drive(tmp_path / "one.npz", _env(tmp_path / "numba1", threads=1))
     assert str(one["sa_dopri5_rows/layout"]) == "serial"
+    assert str(one["usa_rk4_batch/layout"]) == "serial"  # systems in turn, no parallel region
     _assert_same(results, one, "1 thread, empty cache")
 
 

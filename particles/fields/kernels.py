@@ -379,7 +379,7 @@ def _edp_drifts(n: int, d: int) -> tuple:
 
     if blas:
         return (attention.attention_blas_serial, attention.attention_blas_parallel, ws, "blas")
-    return (attention.attention_direct_serial, attention.attention_direct_parallel, ws, "direct")
+    return (*attention.direct_kernels(d), ws, "direct")
 
 
 def _rbf_drifts(n: int, d: int) -> tuple:

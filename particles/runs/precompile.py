@@ -36,7 +36,9 @@ def _simulate_configs(more: bool) -> Iterator[dict[str, Any]]:
     for integrator in _INTEGRATORS:
         noise = 0.1 if integrator in ("em", "heun") else 0.0
         for model in ("sa", "usa", "kuramoto"):
-            dims = (2,) if model == "kuramoto" else (3, 24)  # direct, BLAS
+            # direct (d = 2 and 3 have kernels of their own; d = 4 compiles on
+            # first use), BLAS
+            dims = (2,) if model == "kuramoto" else (2, 3, 24)
             for d in dims:
                 for layout in layouts:
                     yield dict(model=model, d=d, integrator=integrator, noise=noise, **layout)
@@ -132,21 +134,33 @@ def _run_kernels(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
 
 
 def _run_sweep(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
+    import numba
+
     from particles.sweep import SweepSpec, run_sweep
 
-    # the kernels a sweep task adds to simulate's (per-frame statistics, time scales),
-    # in the ensemble layout, for the integrators a sweep is likely to use
+    # the kernels a sweep task adds to simulate's (per-frame statistics, time
+    # scales), for the integrators a sweep is likely to use; in this process's
+    # threads and in one thread: the local backend's worker processes run one
+    # Numba thread each, and take the serial compilations
     integrators = _INTEGRATORS if more else ("euler", "rk4", "heun")
     count = 0
-    for integrator in integrators:
-        noise = 0.1 if integrator in ("em", "heun") else 0.0
-        for d, models in ((2, ("sa", "usa", "kuramoto")), (3, ("sa", "usa"))):
-            note(f"sweep --integrator {integrator} --d {d}")
-            spec = SweepSpec(base=dict(n=8, d=d, beta=1.0, T=0.05, dt=0.01, save_every=1,
-                                       integrator=integrator, noise=noise),
-                             axes=(("model", models),), runs=2, seed=0)
-            run_sweep(spec, tmp / f"sweep_{integrator}_{d}.h5", overwrite=True)
-            count += 1
+    threads = numba.get_num_threads()
+    try:
+        for nthreads in sorted({threads, 1}, reverse=True):
+            numba.set_num_threads(nthreads)
+            for integrator in integrators:
+                noise = 0.1 if integrator in ("em", "heun") else 0.0
+                for d, models in ((2, ("sa", "usa", "kuramoto")), (3, ("sa", "usa"))):
+                    note(f"sweep --integrator {integrator} --d {d} ({nthreads} thread(s))")
+                    spec = SweepSpec(base=dict(n=8, d=d, beta=1.0, T=0.05, dt=0.01,
+                                               save_every=1, integrator=integrator,
+                                               noise=noise),
+                                     axes=(("model", models),), runs=2, seed=0)
+                    run_sweep(spec, tmp / f"sweep_{integrator}_{d}_{nthreads}.h5",
+                              overwrite=True)
+                    count += 1
+    finally:
+        numba.set_num_threads(threads)
     return count
 
 

@@ -1,0 +1,108 @@
+"""The kernels' helpers: scratch views, exact reductions, serial twins of
+parallel entry points and kernels compiled for one d."""
+
+import numpy as np
+import pytest
+
+import particles._numba as nb
+from particles._numba import jit, view2d
+from particles.fields import attention
+
+# (compiling _carve rebinds this module's `view2d` to the intrinsic, as for
+# every kernel module; Python calls go through nb.view2d)
+
+
+@jit
+def _carve(ws, rows, cols, offset):
+    v = view2d(ws[offset:], rows, cols)
+    v[rows - 1, cols - 1] = -1.0
+    return v.copy(), v.strides[0], v.strides[1]
+
+
+def test_view2d_is_the_reshape_of_the_slice_and_writes_through():
+    ws = np.arange(30.0)
+    got, s0, s1 = _carve(ws, 3, 4, 5)
+    want = np.arange(30.0)[5:17].reshape(3, 4)
+    want[2, 3] = -1.0
+    np.testing.assert_array_equal(got, want)
+    assert (s0, s1) == (32, 8)
+    assert ws[16] == -1.0  # a view, not a copy
+    np.testing.assert_array_equal(nb.view2d(np.arange(6.0), 2, 3), np.arange(6.0).reshape(2, 3))
+
+
+@pytest.mark.parametrize("rows, cols", [(4, 4), (-1, 2), (2, -1)])
+def test_view2d_refuses_views_the_array_cannot_hold(rows, cols):
+    with pytest.raises(ValueError, match="too short"):
+        _carve(np.zeros(15), rows, cols, 0)
+    with pytest.raises(ValueError, match="too short"):
+        nb.view2d(np.zeros(15), rows, cols)
+
+
+def test_max4_is_the_maximum_for_every_tail_length():
+    rng = np.random.default_rng(3)
+    for n in range(0, 13):
+        x = rng.normal(size=n)
+        assert attention._max4(x, n, -np.inf) == (x.max() if n else -np.inf)
+        assert attention._max4(x, n, 10.0) == 10.0
+
+
+def test_blas_blocks_depend_on_the_system_alone():
+    """Small blocks while keys and values stay in cache, large ones beyond, and
+    the workspace sized for the same block."""
+    assert attention.blas_block.py_func(1024, 16) == attention.BLOCK_MIN
+    assert attention.blas_block.py_func(4096, 64) == attention.BLOCK
+    assert attention.blas_block.py_func(8192, 8) == attention.BLOCK_SCORES // 8192
+    assert attention.blas_block(1024, 16) == attention.blas_block.py_func(1024, 16)
+    n, d = 4096, 64
+    size = attention.workspace_size(n, d, 2, True)
+    assert size == 3 * n * d + n + 2 * attention.BLOCK * (n + d)
+
+
+def test_one_thread_runs_the_serial_twin_with_the_same_bits():
+    import numba
+
+    from particles.observables import _order_sums
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(9, 7, 3))
+    m = rng.uniform(0.5, 2.0, size=7)
+    threads = numba.get_num_threads()
+    got = {}
+    try:
+        for nt in (1, threads):
+            numba.set_num_threads(nt)
+            order, mean_ip = np.empty(9), np.empty(9)
+            _order_sums(X, m, order, mean_ip)
+            got[nt] = (order, mean_ip)
+    finally:
+        numba.set_num_threads(threads)
+    assert _order_sums.serial.signatures  # the one-thread call took the twin
+    for a, b in zip(got[1], got[threads], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_kernels_for_one_d_give_the_any_d_numbers(d):
+    from particles.config import SimulationConfig
+    from particles.fields import build_field
+
+    rng = np.random.default_rng(6)
+    serial, parallel = attention.direct_kernels(d)
+    assert serial is not attention.attention_direct_serial
+    for n, beta, flat in ((5, 2.0, False), (140, 300.0, True)):
+        field = build_field(SimulationConfig(n=n, d=d, beta=beta))
+        X = rng.normal(size=(n, d))
+        if not flat:
+            X /= np.linalg.norm(X, axis=1, keepdims=True)
+        ws = np.empty(attention.workspace_size(n, d, 2, False))
+        outs = [np.empty_like(X) for _ in range(3)]
+        attention.attention_direct_serial(X, field.params, outs[0], ws)
+        serial(X, field.params, outs[1], ws)
+        parallel(X, field.params, outs[2], ws)
+        np.testing.assert_array_equal(outs[0], outs[1])
+        np.testing.assert_array_equal(outs[0], outs[2])
+    other = np.ones((4, 5 - d))
+    field = build_field(SimulationConfig(n=4, d=5 - d, beta=1.0))
+    with pytest.raises(ValueError, match="another d"):
+        serial(other, field.params, np.empty_like(other),
+               np.empty(attention.workspace_size(4, 5 - d, 1, False)))
