@@ -168,7 +168,9 @@ _VIEW2D_INTRINSIC = None
 
 
 def _view2d_intrinsic():
-    """The Numba intrinsic behind :data:`view2d` (made on first use)."""
+    """The Numba intrinsic behind :data:`view2d` (made on first use), built
+    from the array-model helpers Numba's own reshape uses
+    (``tests/test_kernel_helpers.py`` checks it on every install)."""
     global _VIEW2D_INTRINSIC
     if _VIEW2D_INTRINSIC is None:
         from numba.core import cgutils

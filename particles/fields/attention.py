@@ -209,6 +209,8 @@ def _bounds_T(qT, kT, logm, qbound):
         ka = kT[a]
         for j in range(n):
             qbound[j] += ka[j] * ka[j]
+    # (a NaN key is skipped by the max; its scores, and so every row's sums,
+    # are NaN all the same)
     kmax = np.sqrt(_max4(qbound, n, 0.0))
     lmax = _max4(logm, n, -np.inf)
     for i in range(n):
@@ -535,7 +537,8 @@ def _finish_tile(qT, kT, vT, logm, bound, sums, buf, acc, out, i0, T, normalized
             for a in range(d):
                 out[i, a] = sums[a + 1, k] * f
         return
-    # unit-stride views (see _tile_d2)
+    # unit-stride views: an index i0 + k takes Numba's negative-index wrap,
+    # which turns the vector loads and stores into gathers and scatters
     f = bound[i0:i0 + T]
     rows = out[i0:i0 + T]
     if normalized:
