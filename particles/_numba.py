@@ -214,6 +214,12 @@ def _view2d_intrinsic():
     return _VIEW2D_INTRINSIC
 
 
+def _take_names(wrapper, fn) -> None:
+    """Give a dispatcher wrapper the names and docstring of its function."""
+    for name in ("__name__", "__qualname__", "__module__", "__doc__"):
+        setattr(wrapper, name, getattr(fn, name))
+
+
 class LazyDispatcher:
     """A ``numba.njit`` dispatcher made on first use (see the module docstring).
 
@@ -226,10 +232,7 @@ class LazyDispatcher:
         self.py_func = fn
         self._opts = opts
         self._dispatcher = None
-        self.__name__ = fn.__name__
-        self.__qualname__ = fn.__qualname__
-        self.__module__ = fn.__module__
-        self.__doc__ = fn.__doc__
+        _take_names(self, fn)
 
     @property
     def dispatcher(self):
@@ -365,10 +368,7 @@ class ByThreads:
         self.serial = serial
         self.parallel = parallel
         self.py_func = parallel.py_func
-        self.__name__ = parallel.__name__
-        self.__qualname__ = parallel.__qualname__
-        self.__module__ = parallel.__module__
-        self.__doc__ = parallel.__doc__
+        _take_names(self, parallel.py_func)
 
     def __call__(self, *args, **kwargs):
         import numba

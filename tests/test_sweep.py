@@ -392,16 +392,24 @@ def test_cli_unreadable_sweep_file_is_one_line(tmp_path):
     usage_error(invoke("sweep", "export", bad, "--csv", tmp_path / "x.csv"), "not an HDF5")
 
 
-def test_sigkill_then_resume_gives_the_uninterrupted_file(reference, tmp_path):
-    """A real driver process killed with SIGKILL mid-sweep; --resume finishes it."""
-    # many one-system tasks, so that the sweep is still going when it is killed
-    runs = 300
+def stoppable_sweep(tmp_path: Path, runs: int, *extra: str) -> tuple[Path, Path, list[str]]:
+    """``(reference, out, command)`` for a sweep to stop mid-way: the file of the
+    uninterrupted sweep with ``runs`` systems per point, the path the command
+    writes, and ``particles sweep`` of the same spec in one-system tasks (many
+    tasks, so that it is still going when it is stopped)."""
     ref = tmp_path / "ref.h5"
     run_sweep(SPEC.replace(runs=runs), ref)
-    out = tmp_path / "killed.h5"
+    out = tmp_path / "stopped.h5"
     args = [a if a != "9" else str(runs) for a in ARGS]
     cmd = [sys.executable, "-m", "particles_cli", "sweep", *args, "--out", str(out),
-           "--chunk", "1"]
+           "--chunk", "1", *extra]
+    return ref, out, cmd
+
+
+def test_sigkill_then_resume_gives_the_uninterrupted_file(reference, tmp_path):
+    """A real driver process killed with SIGKILL mid-sweep; --resume finishes it."""
+    runs = 300
+    ref, out, cmd = stoppable_sweep(tmp_path, runs)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             cwd=tmp_path)
     try:

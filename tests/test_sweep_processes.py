@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 import sweep_workers
 from clitools import invoke, usage_error
-from test_sweep import ARGS, SPEC, assert_same, contents, wait_for_systems
+from test_sweep import ARGS, SPEC, assert_same, contents, stoppable_sweep, wait_for_systems
 
 from particles.sweep import LocalBackend, run_sweep
 from particles.sweep.backends import PROCESS_MIN_SECONDS, local_cores
@@ -93,13 +92,7 @@ def _workers_alive(mark: str) -> list[int]:
 def test_ctrl_c_stops_the_workers_and_resume_finishes_the_file(tmp_path):
     """A real `particles sweep --processes 2` interrupted with SIGINT: exit 130,
     no worker left running, and --resume gives the uninterrupted file."""
-    runs = 150
-    ref = tmp_path / "ref.h5"
-    run_sweep(SPEC.replace(runs=runs), ref)
-    out = tmp_path / "stopped.h5"
-    args = [a if a != "9" else str(runs) for a in ARGS]
-    cmd = [sys.executable, "-m", "particles_cli", "sweep", *args, "--out", str(out),
-           "--chunk", "1", "--processes", "2"]
+    ref, out, cmd = stoppable_sweep(tmp_path, 150, "--processes", "2")
     mark = f"PARTICLES_TEST_MARK={uuid.uuid4().hex}"
     env = {**os.environ, mark.split("=")[0]: mark.split("=")[1]}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
