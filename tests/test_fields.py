@@ -210,16 +210,18 @@ def test_tiling_does_not_change_the_bits(d, weights):
 
 
 @pytest.mark.parametrize("d", [2, 3, 4])
-def test_shifted_exp_tiles_give_the_exact_tiles_bits(d):
-    """The tiles take the exp without the upper clamp (exp_shifted); the same
-    tile with the exact exp must give the same numbers, on the sphere and off
-    it at large beta (shifts far above the true maxima)."""
+def test_finite_exp_tiles_give_the_exact_tiles_bits(d):
+    """The tiles take the exp without clamps and NaN select (exp_finite); the
+    same tile with the exact exp must give the same numbers, on the sphere and
+    off it at large beta (shifts far above the true maxima), with equal and
+    with unequal masses; the d = 2, 3 tiles give the same bits whether they
+    take the masses as uniform (once per tile) or per key."""
     from particles._numba import specialize
     from particles.fastexp import exp_scalar
     from particles.fields import attention
 
     tile = {2: attention._tile_d2, 3: attention._tile_d3}.get(d, attention._tile_general)
-    exact = specialize(tile.py_func, "probe_exact", exp_shifted=exp_scalar)
+    exact = specialize(tile.py_func, "probe_exact", exp_finite=exp_scalar)
     rng = np.random.default_rng(12)
     for n, beta, flat in ((5, 3.0, False), (32, 3.0, False), (128, 300.0, True)):
         X = rng.normal(size=(n, d))
@@ -228,15 +230,52 @@ def test_shifted_exp_tiles_give_the_exact_tiles_bits(d):
         field = build_field(SimulationConfig(n=n, d=d, beta=beta))
         kT = np.ascontiguousarray(X.T)
         qT = beta * kT
-        logm = np.zeros(n)
-        mt = beta * np.linalg.norm(X, axis=1) * np.linalg.norm(X, axis=1).max()
-        args = [kT, kT.copy(), logm, qT, mt]
-        fast, slow = np.empty((d + 1, n)), np.empty((d + 1, n))
-        extra = () if d in (2, 3) else (np.empty(n),)
-        tile(*args, fast, *extra, n)
-        exact(*args, slow, *extra, n)
-        np.testing.assert_array_equal(fast, slow)
+        norms = np.linalg.norm(X, axis=1)
+        for logm in (np.full(n, -np.log(n)), np.log(rng.uniform(0.5, 2.0, n))):
+            mt = beta * norms * norms.max() + logm.max()
+            args = [kT, kT.copy(), logm, qT, mt]
+            fast, slow = np.empty((d + 1, n)), np.empty((d + 1, n))
+            if d in (2, 3):
+                uniform = bool(np.all(logm == logm[0]))
+                tile(*args, fast, np.empty(n), n, uniform)
+                exact(*args, slow, np.empty(n), n, uniform)
+                if uniform:
+                    per_key = np.empty((d + 1, n))
+                    tile(*args, per_key, np.empty(n), n, False)
+                    np.testing.assert_array_equal(fast, per_key)
+            else:
+                tile(*args, fast, np.empty(n), n)
+                exact(*args, slow, np.empty(n), n)
+            np.testing.assert_array_equal(fast, slow)
+            ref = np.exp(qT.T @ kT + logm[None, :] - mt[:, None])
+            # (weights below 2^-1022 are flushed to 0.0)
+            np.testing.assert_allclose(fast[0], ref.sum(axis=1), rtol=1e-12, atol=1e-300)
         assert field.params[7]  # Q = K = I: the arrays above are the kernel's
+
+
+@pytest.mark.parametrize("d", [2, 3, 4])
+@pytest.mark.parametrize("model", ["sa", "usa"])
+def test_a_nan_or_infinite_token_shows_in_every_row(d, model):
+    """A NaN or infinite token takes the system off the fast tiles (whose exp
+    has no NaN select): a NaN token makes every output NaN, and an infinite
+    one leaves a NaN in every row (never an all-finite, made-up row).  The
+    NaN with payload bits would come out of that exp as a finite number."""
+    from particles.fields import attention
+
+    n = 20
+    rng = np.random.default_rng(5)
+    field = build_field(SimulationConfig(n=n, d=d, beta=2.0, model=model))
+    serial = attention.direct_kernels(d)[0]
+    payload_nan = np.array([0x7FF8000000000FFF], dtype=np.int64).view(np.float64)[0]
+    for bad in (np.nan, payload_nan, np.inf, -np.inf):
+        X = rng.normal(size=(n, d))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        X[7, 1] = bad
+        out = np.empty_like(X)
+        serial(X, field.params, out, np.empty(attention.workspace_size(n, d, 1, False)))
+        if np.isnan(bad):
+            assert np.all(np.isnan(out))
+        assert np.all(np.isnan(out).any(axis=1))
 
 
 @pytest.mark.parametrize("d", [2, 3, 4])

@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from particles._numba import fma, jit, prange, specialize, view2d
-from particles.fastexp import exp_scalar, exp_shifted, lane_dots4, lane_total
+from particles.fastexp import exp_finite, exp_scalar, lane_dots4, lane_total
 
 #: rows per BLAS block (:func:`blas_block`): at least BLOCK_MIN, at most BLOCK.
 BLOCK_MIN = 16
@@ -209,8 +209,8 @@ def _bounds_T(qT, kT, logm, qbound):
         ka = kT[a]
         for j in range(n):
             qbound[j] += ka[j] * ka[j]
-    # (a NaN key is skipped by the max; its scores, and so every row's sums,
-    # are NaN all the same)
+    # (a NaN key is skipped by the max; its token's query is NaN too, and so
+    # its shift: the system leaves the fast tiles, see _system_flags)
     kmax = np.sqrt(_max4(qbound, n, 0.0))
     lmax = _max4(logm, n, -np.inf)
     for i in range(n):
@@ -221,6 +221,58 @@ def _bounds_T(qT, kT, logm, qbound):
             qbound[i] += qa[i] * qa[i]
     for i in range(n):
         qbound[i] = np.sqrt(qbound[i]) * kmax + lmax
+
+
+def _setup_identity_template(X, beta, logm, qT, kT, kn, bound):
+    """:func:`_prepare_T` and :func:`_bounds_T` for ``Q = K = V = I`` in one pass
+    over X (n, d): ``kT = X^T`` (it serves as the values too), ``qT = beta X^T``,
+    the key norms into ``kn`` (n,) (scratch), the row shifts into ``bound``.
+    The same operations in the same order as those two (``0.0 + x_0^2`` is
+    ``x_0^2``), so the same bits, in one loop over the rows instead of twelve
+    short ones.  Returns :func:`_system_flags` of the system."""
+    n, d = X.shape
+    if DIM == 2 or (DIM == 0 and d == 2):
+        k0, k1, q0, q1 = kT[0], kT[1], qT[0], qT[1]
+        for i in range(n):
+            x0, x1 = X[i, 0], X[i, 1]
+            k0[i] = x0
+            k1[i] = x1
+            a0, a1 = beta * x0, beta * x1
+            q0[i] = a0
+            q1[i] = a1
+            kn[i] = x0 * x0 + x1 * x1
+            bound[i] = a0 * a0 + a1 * a1
+    elif DIM == 3 or (DIM == 0 and d == 3):
+        k0, k1, k2, q0, q1, q2 = kT[0], kT[1], kT[2], qT[0], qT[1], qT[2]
+        for i in range(n):
+            x0, x1, x2 = X[i, 0], X[i, 1], X[i, 2]
+            k0[i] = x0
+            k1[i] = x1
+            k2[i] = x2
+            a0, a1, a2 = beta * x0, beta * x1, beta * x2
+            q0[i] = a0
+            q1[i] = a1
+            q2[i] = a2
+            kn[i] = (x0 * x0 + x1 * x1) + x2 * x2
+            bound[i] = (a0 * a0 + a1 * a1) + a2 * a2
+    else:
+        for i in range(n):
+            kn[i] = 0.0
+            bound[i] = 0.0
+        for a in range(d):
+            ka, qa = kT[a], qT[a]
+            for i in range(n):
+                x = X[i, a]
+                ka[i] = x
+                y = beta * x
+                qa[i] = y
+                kn[i] += x * x
+                bound[i] += y * y
+    kmax = np.sqrt(_max4(kn, n, 0.0))
+    lmax = _max4(logm, n, -np.inf)
+    for i in range(n):
+        bound[i] = np.sqrt(bound[i]) * kmax + lmax
+    return _system_flags(bound, logm)
 
 
 #: a row whose weights sum below this had a shift far above its true maximum
@@ -263,7 +315,18 @@ def _row_general(i, qs, kT, vT, logm, m, buf, acc):
 
 
 @jit
-def _tile_d2(kT, vT, logm, qT, mt, acc, T):
+def _shifts(logm, mt, c, T, j):
+    """``c[k] = log m_j - mt[k]`` for the T rows of a tile: the start of their
+    scores against key j (taken once per tile when the masses are uniform,
+    once per key otherwise: one loop of the tile either way, so one inlined
+    exp: each inlined copy costs about a second of compile)."""
+    lj = logm[j]
+    for k in range(T):
+        c[k] = lj - mt[k]
+
+
+@jit
+def _tile_d2(kT, vT, logm, qT, mt, acc, c, T, uniform):
     """Attention sums of a tile of T query rows for d = 2, vectorised over the rows.
 
     ``qT`` (2, >= T) holds the tile's scaled queries, ``mt`` (>= T,) their
@@ -271,6 +334,11 @@ def _tile_d2(kT, vT, logm, qT, mt, acc, T):
     ``sum_j w_kj v_j`` with ``w_kj = exp(s_kj - mt[k])``.  Each sum runs over
     j in order (no reassociation); the vector lanes are independent rows, so
     the bits are those of a scalar loop (see :mod:`particles._numba`).
+    The scores start from ``c[k] = log m_j - mt[k]`` (``c`` (>= T,) scratch,
+    :func:`_shifts`); with ``uniform`` (all log-masses equal) they are
+    taken once, not per key (the same numbers: the same bits, one operation
+    fewer per pair).  The scores must be finite and safe for
+    :func:`~particles.fastexp.exp_finite` (``fast``).
     """
     n = kT.shape[1]
     q0, q1 = qT[0], qT[1]
@@ -279,19 +347,21 @@ def _tile_d2(kT, vT, logm, qT, mt, acc, T):
         Z[k] = 0.0
         A0[k] = 0.0
         A1[k] = 0.0
+    _shifts(logm, mt, c, T, 0)
     for j in range(n):
         k0, k1 = kT[0, j], kT[1, j]
         v0, v1 = vT[0, j], vT[1, j]
-        lj = logm[j]
+        if not uniform:
+            _shifts(logm, mt, c, T, j)
         for k in range(T):
-            w = exp_shifted(fma(q1[k], k1, fma(q0[k], k0, lj - mt[k])))
+            w = exp_finite(fma(q1[k], k1, fma(q0[k], k0, c[k])))
             Z[k] += w
             A0[k] = fma(w, v0, A0[k])
             A1[k] = fma(w, v1, A1[k])
 
 
 @jit
-def _tile_d3(kT, vT, logm, qT, mt, acc, T):
+def _tile_d3(kT, vT, logm, qT, mt, acc, c, T, uniform):
     """As :func:`_tile_d2` for d = 3 (``qT`` (3, >= T), ``acc`` (4, >= T))."""
     n = kT.shape[1]
     q0, q1, q2 = qT[0], qT[1], qT[2]
@@ -301,12 +371,14 @@ def _tile_d3(kT, vT, logm, qT, mt, acc, T):
         A0[k] = 0.0
         A1[k] = 0.0
         A2[k] = 0.0
+    _shifts(logm, mt, c, T, 0)
     for j in range(n):
         k0, k1, k2 = kT[0, j], kT[1, j], kT[2, j]
         v0, v1, v2 = vT[0, j], vT[1, j], vT[2, j]
-        lj = logm[j]
+        if not uniform:
+            _shifts(logm, mt, c, T, j)
         for k in range(T):
-            w = exp_shifted(fma(q2[k], k2, fma(q1[k], k1, fma(q0[k], k0, lj - mt[k]))))
+            w = exp_finite(fma(q2[k], k2, fma(q1[k], k1, fma(q0[k], k0, c[k]))))
             Z[k] += w
             A0[k] = fma(w, v0, A0[k])
             A1[k] = fma(w, v1, A1[k])
@@ -335,7 +407,7 @@ def _tile_general(kT, vT, logm, qT, mt, acc, sc, T):
             for k in range(T):
                 sc[k] = fma(qa[k], ka, sc[k])
         for k in range(T):
-            w = exp_shifted(sc[k])
+            w = exp_finite(sc[k])
             sc[k] = w
             Z[k] += w
         for a in range(d):
@@ -345,35 +417,45 @@ def _tile_general(kT, vT, logm, qT, mt, acc, sc, T):
                 ar[k] = fma(sc[k], va, ar[k])
 
 
-#: shifts and log-masses below this size keep every shifted score far below
-#: EXP_HI (its rounding is at most ~(d + 2) 2^-52 (3 SAFE_SHIFT) < 1 for any
-#: direct-path d), so the tiles may use exp_shifted (the bits of exp_scalar
-#: there, ~15% faster).
+#: shifts and log-masses below this size keep every shifted score finite and
+#: far below EXP_HI (its rounding is at most ~(d + 2) 2^-52 (3 SAFE_SHIFT) < 1
+#: for any direct-path d), so the tiles may use exp_finite (the bits of
+#: exp_scalar there, without its clamps and NaN select).  A NaN or infinite
+#: token has a NaN or infinite query (finite Q times it), hence shift: its
+#: system fails the test, and none of its scores reaches that exp.
 SAFE_SHIFT = 1e12
 
 
 @jit
-def _shift_is_safe(bound, logm):
-    """Whether every row shift and every log-mass is within +-SAFE_SHIFT (NaN: no)."""
+def _system_flags(bound, logm):
+    """``(fast, uniform)`` of a system: ``fast`` when every row shift and
+    log-mass is within +-SAFE_SHIFT (NaN: no), ``uniform`` when all its
+    log-masses are equal (the tiles then take them once)."""
     ok = True
     for i in range(bound.shape[0]):
         ok &= abs(bound[i]) <= SAFE_SHIFT
+    l0 = logm[0]
+    uniform = True
     for j in range(logm.shape[0]):
-        ok &= abs(logm[j]) <= SAFE_SHIFT
-    return ok
+        lj = logm[j]
+        ok &= abs(lj) <= SAFE_SHIFT
+        uniform &= lj == l0
+    return ok, uniform
 
 
 #: the d a direct kernel is compiled for: 2 or 3, or 0 for any d (bound per
-#: specialisation, :func:`direct_kernels`; the other d's tiles are then not
-#: compiled at all: a d = 2 kernel compiles in 0.75 of the time).
+#: specialisation of the tile and the identity set-up, :func:`direct_kernels`;
+#: the other d's branches are then not compiled at all: a d = 2 kernel
+#: compiles in 0.75 of the time).
 DIM = 0
 
 
-def _tile_template(kT, vT, logm, qT, mt, sums, buf, T, fast):
+def _tile_template(kT, vT, logm, qT, mt, sums, buf, T, fast, uniform):
     """The attention sums of a tile of T rows (:func:`_tile_d2`), by the tile of
-    its d.  The tiles take :func:`~particles.fastexp.exp_shifted`; in a system
-    whose shifts are too large for it (``fast`` False, :func:`_shift_is_safe`:
-    absurd weights or token norms) the tile only marks its rows (``Z = 0``),
+    its d.  The tiles take :func:`~particles.fastexp.exp_finite`; in a system
+    whose scores could be unsafe for it (``fast`` False, :func:`_system_flags`:
+    absurd weights or token norms, NaN or infinite tokens) the tile only marks
+    its rows (``Z = 0``),
     and :func:`_finish_tile` computes each with its exact maximum and the
     exact exp (other bits, chosen by the data alone; one call site of the
     row kernel, not two: each inlined copy costs about a second of compile)."""
@@ -384,15 +466,17 @@ def _tile_template(kT, vT, logm, qT, mt, sums, buf, T, fast):
         for k in range(T):
             sums[0, k] = 0.0
     elif DIM == 2 or (DIM == 0 and d == 2):
-        _tile_d2(kT, vT, logm, qT, mt, sums, T)
+        _tile_d2(kT, vT, logm, qT, mt, sums, buf, T, uniform)
     elif DIM == 3 or (DIM == 0 and d == 3):
-        _tile_d3(kT, vT, logm, qT, mt, sums, T)
+        _tile_d3(kT, vT, logm, qT, mt, sums, buf, T, uniform)
     else:
         _tile_general(kT, vT, logm, qT, mt, sums, buf, T)
 
 
 _TILES = {dim: specialize(_tile_template, f"d{dim}", DIM=dim) for dim in (0, 2, 3)}
 _tile = _TILES[0]
+_SETUPS = {dim: specialize(_setup_identity_template, f"d{dim}", DIM=dim) for dim in (0, 2, 3)}
+_setup_identity_T = _SETUPS[0]
 
 
 @jit
@@ -456,8 +540,10 @@ def _attention_direct(X, p, out, ws):
     ``(d + 1) T`` floats: about 2% of an n = 32 step, while tiles read in
     place from the shared arrays ran up to 1.25x slower, depending on where
     the chunk's sums fell relative to them).  A system of at most ``TILE``
-    tokens (ensembles) is one tile.  One call site of the tile and of the
-    row factors, so the compiled code holds them once.
+    tokens (ensembles) is one tile, read in place (1-4% faster than its
+    copy).  With ``Q = K = V = I`` one pass over X prepares it all
+    (:func:`_setup_identity_template`).  One call site of the tile and of
+    the row factors, so the compiled code holds them once.
 
     ``ws`` is float64 scratch of length :func:`workspace_size` (``blas=False``);
     ``out`` (n, d) receives ``y``.
@@ -468,16 +554,20 @@ def _attention_direct(X, p, out, ws):
     nd = n * d
     qT = view2d(ws[0:nd], d, n)
     kT = view2d(ws[nd:2 * nd], d, n)
-    vT = view2d(ws[2 * nd:3 * nd], d, n)
     bound = ws[3 * nd:3 * nd + n]
-    _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT)
-    _bounds_T(qT, kT, logm, bound)
     base = 3 * nd + n
     tile = min(TILE, n)
     per = n + d + (2 * d + 2) * tile
     ntiles = (n + tile - 1) // tile
     nchunks = min((ws.shape[0] - base) // per, ntiles)
-    fast = _shift_is_safe(bound, logm)  # once per call, not per tile
+    if qk_identity and v_identity:
+        vT = kT  # the keys are the values
+        fast, uniform = _setup_identity_T(X, beta, logm, qT, kT, ws[base:base + n], bound)
+    else:
+        vT = view2d(ws[2 * nd:3 * nd], d, n)
+        _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT)
+        _bounds_T(qT, kT, logm, bound)
+        fast, uniform = _system_flags(bound, logm)  # once per call, not per tile
     for c in prange(nchunks):
         off = base + c * per
         buf = ws[off:off + n]
@@ -489,8 +579,13 @@ def _attention_direct(X, p, out, ws):
         for t in range(c, ntiles, nchunks):
             i0 = t * tile
             T = min(tile, n - i0)
-            _copy_tile(qT, bound, i0, T, qt, mt)
-            _tile(kT, vT, logm, qt, mt, sums, buf, T, fast)
+            if ntiles == 1:
+                # one tile (ensembles): its queries and shifts are the whole
+                # arrays, read where they are
+                qt, mt = qT, bound
+            else:
+                _copy_tile(qT, bound, i0, T, qt, mt)
+            _tile(kT, vT, logm, qt, mt, sums, buf, T, fast, uniform)
             _finish_tile(qT, kT, vT, logm, bound, sums, buf, acc, out, i0, T,
                          normalized, usa_shift, inv_mass)
 
@@ -609,8 +704,10 @@ def _attention_blas(X, p, out, ws):
 
 
 
-_DIRECT = {dim: (specialize(_attention_direct, f"serial_d{dim}", _tile=tile),
-                specialize(_attention_direct, f"parallel_d{dim}", parallel=True, _tile=tile))
+_DIRECT = {dim: (specialize(_attention_direct, f"serial_d{dim}", _tile=tile,
+                           _setup_identity_T=_SETUPS[dim]),
+                specialize(_attention_direct, f"parallel_d{dim}", parallel=True, _tile=tile,
+                           _setup_identity_T=_SETUPS[dim]))
            for dim, tile in _TILES.items()}
 #: the direct kernels for any d (serial over rows, and parallel)
 attention_direct_serial, attention_direct_parallel = _DIRECT[0]
