@@ -155,8 +155,9 @@ def exp_finite(x):
     finite and far below ``EXP_HI`` (``particles.fields.attention``'s
     ``fast`` flag).  Below ``EXP_LO`` the exponent arithmetic of the unclamped
     core wraps, and the select returns ``0.0`` instead; a NaN or infinite
-    argument may come out as a finite number (never pass one).  Four
-    operations fewer than :func:`exp_scalar` (of about 30).
+    argument may come out as a finite number (never pass one).  Without the
+    two clamps and the upper and NaN selects: about six compare and blend
+    operations fewer than :func:`exp_scalar`, of about 35.
     """
     y = _exp_clamped(x)
     return 0.0 if x < EXP_LO else y
