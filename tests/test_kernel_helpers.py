@@ -106,3 +106,28 @@ def test_kernels_for_one_d_give_the_any_d_numbers(d):
     with pytest.raises(ValueError, match="another d"):
         serial(other, field.params, np.empty_like(other),
                np.empty(attention.workspace_size(4, 5 - d, 1, False)))
+
+
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_identity_setup_is_the_generic_prepare_and_bounds_bit_for_bit(d):
+    """The one-pass set-up for Q = K = V = I (specialised for d, and for any d)
+    gives the queries, keys and shifts of _prepare_T and _bounds_T exactly,
+    and their flags (uniform masses or not, shifts safe or not)."""
+    rng = np.random.default_rng(d)
+    n, beta = 37, 2.5
+    none = np.zeros((0, 0))
+    for scale, logm in ((1.0, np.full(n, -np.log(n))), (1.0, np.log(rng.uniform(0.5, 2.0, n))),
+                        (1e7, np.zeros(n))):
+        X = scale * rng.normal(size=(n, d))
+        qT, kT, vT, bound = (np.empty((d, n)), np.empty((d, n)), np.empty((d, n)),
+                             np.empty(n))
+        attention._prepare_T(X, none, none, none, beta, True, True, qT, kT, vT)
+        attention._bounds_T(qT, kT, logm, bound)
+        flags = attention._system_flags(bound, logm)
+        assert flags[1] == (logm == logm[0]).all()
+        assert flags[0] == (scale == 1.0)
+        for setup in {attention._SETUPS[0], attention._SETUPS.get(d, attention._SETUPS[0])}:
+            q2, k2, b2 = np.empty((d, n)), np.empty((d, n)), np.empty(n)
+            assert setup(X, beta, logm, q2, k2, np.empty(n), b2) == flags
+            for got, want in ((q2, qT), (k2, kT), (k2, vT), (b2, bound)):
+                np.testing.assert_array_equal(got, want)
