@@ -138,18 +138,7 @@ def _prepare_T(X, Q, K, V, beta, qk_identity, v_identity, qT, kT, vT):
     """Scaled queries ``beta Q x_i`` into qT (d, n), keys ``K x_j`` and values
     ``V x_j`` into kT, vT (d, n): the layout the tiles read."""
     n, d = X.shape
-    if qk_identity and v_identity:
-        # the strided reads of X once (into kT), then unit-stride passes
-        # (measured 1.7x faster at n = 32, d = 3 than three strided passes)
-        for a in range(d):
-            for i in range(n):
-                kT[a, i] = X[i, a]
-        for a in range(d):
-            for i in range(n):
-                x = kT[a, i]
-                qT[a, i] = beta * x
-                vT[a, i] = x
-        return
+    # (both paths take Q = K = V = I through _setup_identity_template)
     for i in range(n):
         for a in range(d):
             if qk_identity:
@@ -514,8 +503,9 @@ def _row_factor(Z, m, normalized, usa_shift, inv_mass):
 def _setup(X, p, ws):
     """Carve the shared head of the scratch ``ws`` and fill it for X (n, d).
 
-    Returns views ``qs`` (n, d) = beta Q x, ``kT``, ``vT`` (d, n) and the row
-    shift bounds (n,), the first ``3 n d + n`` entries of ``ws``.
+    Returns views ``qs`` (n, d) = beta Q x, ``kT``, ``vT`` (d, n; the same
+    array as ``kT`` when ``Q = K = V = I``) and the row shift bounds (n,),
+    the first ``3 n d + n`` entries of ``ws``.
     """
     Q, K, V, logm, beta = p[0], p[1], p[2], p[3], p[4]
     qk_identity, v_identity = p[7], p[8]
@@ -523,10 +513,14 @@ def _setup(X, p, ws):
     nd = n * d
     qs = view2d(ws[0:nd], n, d)
     kT = view2d(ws[nd:2 * nd], d, n)
-    vT = view2d(ws[2 * nd:3 * nd], d, n)
     bound = ws[3 * nd:3 * nd + n]
-    _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
-    _bounds(qs, kT, logm, bound)
+    if qk_identity and v_identity:
+        vT = kT  # the keys are the values; the values' scratch holds the key norms
+        _setup_identity_T(X, beta, logm, qs.T, kT, ws[2 * nd:2 * nd + n], bound)
+    else:
+        vT = view2d(ws[2 * nd:3 * nd], d, n)
+        _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
+        _bounds(qs, kT, logm, bound)
     return qs, kT, vT, bound
 
 
