@@ -209,6 +209,51 @@ def test_tiling_does_not_change_the_bits(d, weights):
             np.testing.assert_array_equal(whole, out)
 
 
+def test_tile_lanes_pad_three_or_more_rows_left_over():
+    """A tile of T rows runs T lanes, or T rounded up to TILE_LANES (8) when
+    the vector loop would leave PAD_FROM (3) or more rows to scalar code."""
+    from particles.fields.attention import tile_lanes
+
+    got = {T: tile_lanes.py_func(T) for T in (1, 5, 7, 8, 9, 10, 11, 15, 16, 31, 33, 34, 35, 128)}
+    assert got == {1: 1, 5: 5, 7: 7, 8: 8, 9: 9, 10: 10, 11: 16, 15: 16, 16: 16, 31: 32,
+                   33: 33, 34: 34, 35: 40, 128: 128}
+    assert tile_lanes(31) == 32  # the compiled twin
+
+
+@pytest.mark.parametrize("d", [2, 3, 4])
+@pytest.mark.parametrize("weights", [False, True])
+def test_padded_tiles_give_the_unpadded_bits(d, weights):
+    """Padding a tile with copies of its first row changes no row's numbers:
+    kernels that pad (one tile per system, and tiles of 12 rows in 3 chunks,
+    padded to 16 with a partial last tile) equal the same kernels that never
+    pad, bit for bit, for every number of rows left over, on the sphere and
+    off it at large beta (rows that fall back to their exact maximum)."""
+    from particles._numba import jit, specialize
+    from particles.fields import attention
+
+    @jit
+    def no_padding(T):
+        return T
+
+    kernels = [(specialize(attention._attention_direct, f"probe_pad_{tile}", TILE=tile),
+                specialize(attention._attention_direct, f"probe_nopad_{tile}", TILE=tile,
+                           tile_lanes=no_padding)) for tile in (attention.TILE, 12)]
+    rng = np.random.default_rng(13)
+    for n in (3, 11, 15, 20, 31, 37, 63, 100, 129):
+        for beta, flat in ((3.0, False), (300.0, True)):
+            field = build_field(_random_config(rng, n, d, beta, "sa", "n", weights))
+            X = rng.normal(size=(n, d))
+            if not flat:
+                X /= np.linalg.norm(X, axis=1, keepdims=True)
+            ref = field.reference(X)
+            for padded, plain in kernels:
+                a, b = np.empty_like(X), np.empty_like(X)
+                padded(X, field.params, a, np.empty(attention.workspace_size(n, d, 3, False)))
+                plain(X, field.params, b, np.empty(attention.workspace_size(n, d, 3, False)))
+                np.testing.assert_array_equal(a, b)
+                np.testing.assert_allclose(a, ref, rtol=1e-10, atol=1e-12 * np.abs(ref).max())
+
+
 @pytest.mark.parametrize("d", [2, 3, 4])
 def test_finite_exp_tiles_give_the_exact_tiles_bits(d):
     """The tiles take the exp without clamps and NaN select (exp_finite); the
