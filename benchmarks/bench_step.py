@@ -23,7 +23,7 @@ reached (1.0 = at the machine's limit).
 Shared hosts slow down in phases that last seconds to minutes, and they slow
 the many-branched step code more than the one-loop reference kernels.  So the
 cases are timed in ``--rounds`` rounds, each round measuring F, E and every
-case once, minutes apart for the same case rather than back to back: the
+case once, so that one case's trials lie tens of seconds apart, not back to back: the
 table gives each case's best time with the best F and E of all rounds (the
 machine's limit as measured: the smallest bound, so the strictest fraction),
 and the median over rounds beside it.
