@@ -571,8 +571,9 @@ def _attention_direct(X, p, out, ws):
     bound = ws[3 * nd:3 * nd + n]
     base = 3 * nd + n
     tile = min(TILE, n)
-    lanes = tile_lanes(tile)  # the scratch of a tile holds its padded rows
-    per = max(n, lanes) + d + (2 * d + 2) * lanes
+    lanes = tile_lanes(tile)  # a chunk's scratch holds a padded tile
+    nb = max(n, lanes)  # its row buffer (and the tile's score starts)
+    per = nb + d + (2 * d + 2) * lanes  # (workspace_size counts the same)
     ntiles = (n + tile - 1) // tile
     nchunks = min((ws.shape[0] - base) // per, ntiles)
     inplace = ntiles == 1 and lanes == n
@@ -586,7 +587,6 @@ def _attention_direct(X, p, out, ws):
         fast, uniform = _system_flags(bound, logm)  # once per call, not per tile
     for c in prange(nchunks):
         off = base + c * per
-        nb = max(n, lanes)
         buf = ws[off:off + nb]
         acc = ws[off + nb:off + nb + d]
         q0 = off + nb + d
