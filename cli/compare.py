@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-import signal
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 import numpy as np
 from particles_cli.options import (
-    CONFIG_KEYS,
     NamesType,
-    cli_message,
     load_npy,
     option_name,
     some_config_options,
 )
-from particles_cli.simulate import one_line_warnings, stop_on_signals
+from particles_cli.session import run_session
 
-from particles.compare import (
-    DEFAULT_MODELS,
-    ComparisonFailed,
-    ComparisonInterrupted,
-    check_models,
-    compare_models,
-)
+from particles.compare import DEFAULT_MODELS, check_models, compare_models
 from particles.config import parse_init
 from particles.fields import MODELS
-from particles.io import OutputPathError
+from particles.io.compare import read_comparison_summary
 
 #: the configuration options of `simulate` that `compare` shares (same help texts);
 #: d is always 2, and the attention matrices, kernel and batch are not compared.
@@ -136,40 +126,15 @@ def compare(
         missing.remove("--n")
     if missing:
         raise click.UsageError(f"missing option(s) {', '.join(missing)}")
-    with one_line_warnings(), stop_on_signals() as requested:
-        try:
-            result = compare_models(
-                **given,
-                models=models,
-                init=init.init,
-                theta0=init.theta0,
-                out=out,
-                plot=plot,
-                overwrite=overwrite,
-                progress=True,
-                should_stop=lambda: bool(requested),
-            )
-        except ComparisonInterrupted as exc:
-            click.echo(f"Interrupted: {exc}", err=True)
-            sys.exit(128 + (requested[0] if requested else signal.SIGINT))
-        except KeyboardInterrupt:  # a signal before the run began
-            click.echo("Interrupted: nothing written", err=True)
-            sys.exit(128 + (requested[0] if requested else signal.SIGINT))
-        except ComparisonFailed as exc:
-            click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
-            sys.exit(1)
-        except OutputPathError as exc:
-            hint = "'--plot'" if plot is not None and str(plot) in str(exc) else "'--out'"
-            raise click.BadParameter(str(exc), param_hint=hint) from None
-        except (ValueError, TypeError) as exc:
-            field = str(exc).split(" ", 1)[0]
-            message = cli_message(" ".join(str(exc).split()))
-            if field in CONFIG_KEYS and field != "d":
-                raise click.BadParameter(message, param_hint=f"'{option_name(field)}'") from None
-            if field == "theta0":
-                raise click.BadParameter(message, param_hint="'--init'") from None
-            raise click.UsageError(message) from None
-    click.echo(str(result.path))
-    if plot is not None:
-        click.echo(str(plot))
-    click.echo(result.table())
+
+    def report(result) -> list[str]:
+        return [*([str(plot)] if plot is not None else []), result.table()]
+
+    run_session(
+        lambda should_stop: compare_models(**given, models=models, init=init.init,
+                                           theta0=init.theta0, out=out, plot=plot,
+                                           overwrite=overwrite, progress=True,
+                                           should_stop=should_stop),
+        out=out, command="particles compare", report=report, resumable=False,
+        report_kept=False, paths={"--out": out, "--plot": plot} if plot else None,
+        fields={"theta0": "--init"}, summary_of=lambda result: read_comparison_summary(out))

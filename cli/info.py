@@ -8,10 +8,9 @@ from pathlib import Path
 import click
 
 from particles.errors import SweepError
-from particles.io import RunSummary, TrajectoryFileError, read_summary
+from particles.io import RunSummary, TrajectoryFileError, kind_of, read_summary
 from particles.io.analysis import analysis_source
-from particles.io.density import DensitySummary, is_density_file, read_density_summary
-from particles.io.sweep import is_sweep_file
+from particles.io.density import DensitySummary, read_density_summary
 
 
 def _describe(key: str, value) -> str:
@@ -161,14 +160,19 @@ def info(path: Path | None, cache: bool) -> None:
             return
     if path is None:
         raise click.UsageError("give a trajectory file PATH, or --cache")
+    describe = {"density": lambda p: density_info_lines(read_density_summary(p)),
+                "sweep": sweep_info_lines}.get(kind_name(path))
     try:
-        if is_density_file(path):
-            click.echo("\n".join(density_info_lines(read_density_summary(path))))
-            return
-        if is_sweep_file(path):
-            click.echo("\n".join(sweep_info_lines(path)))
-            return
-        summary = read_summary(path)
+        lines = describe(path) if describe is not None else info_lines(read_summary(path))
     except (TrajectoryFileError, SweepError) as exc:
         raise click.BadParameter(str(exc), param_hint="'PATH'") from None
-    click.echo("\n".join(info_lines(summary)))
+    click.echo("\n".join(lines))
+
+
+def kind_name(path: Path) -> str | None:
+    """The name of the file kind of ``path`` (:func:`particles.io.kind_of`), or None
+    when no kind can open it (its reader then says why)."""
+    try:
+        return kind_of(path).name
+    except TrajectoryFileError:
+        return None

@@ -91,13 +91,16 @@ def on_forced_stop(describe: Callable[[], str]) -> None:
     _describe[0] = describe
 
 
-def describe_output(out: Path) -> Callable[[], str]:
+def describe_output(out: Path, command: str | None = "particles simulate"
+                    ) -> Callable[[], str]:
     """A description of ``out`` after a forced stop, from its state now and then.
 
     Only ``os.stat`` is used (never HDF5, whose lock the stopped thread may
     hold): a target unchanged since this call was not written by the run.
+    ``command`` continues the file (``particles sweep``; None: nothing does).
     """
     out = Path(out)
+    again = f"; continue with: {command} --resume --out {out}" if command else ""
 
     def identity() -> tuple[int, int, int] | None:
         try:
@@ -116,14 +119,11 @@ def describe_output(out: Path) -> Callable[[], str]:
             if mine:
                 return (
                     f"{out} not written yet (an existing file is unchanged); the frames "
-                    f"flushed before the stop are in {mine[0].name}, marked incomplete; "
-                    f"continue with: particles simulate --resume --out {out}"
+                    f"flushed before the stop are in {mine[0].name}, marked incomplete"
+                    + again
                 )
             return f"no frame was saved; {out} not written (an existing file is unchanged)"
-        return (
-            f"{out} holds the frames flushed before the stop, marked incomplete; "
-            f"continue with: particles simulate --resume --out {out}"
-        )
+        return f"{out} holds the frames flushed before the stop, marked incomplete" + again
 
     return describe
 

@@ -15,7 +15,7 @@ from particles_cli.options import (
     some_config_options,
 )
 from particles_cli.plot import check_output_format, image_formats
-from particles_cli.simulate import one_line_warnings
+from particles_cli.session import one_line_warnings
 
 from particles.analysis import DEFAULT_EPS
 from particles.config import KERNEL_PARAMETERS

@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import signal
-import sys
 from pathlib import Path
 
 import click
-from particles_cli import interrupts
-from particles_cli.simulate import one_line_warnings, stop_on_signals
+from particles_cli.session import run_session
 
-from particles.errors import (
-    OutputPathError,
-    OutputWriteError,
-    ResumeMismatch,
-    RunFailed,
-    TrajectoryFileError,
-)
-from particles.io.density import DensitySummary, read_density_summary
+from particles.errors import OutputPathError, TrajectoryFileError
+from particles.io.density import read_density_summary
 from particles.meanfield import INITS, MEANFIELD_MODELS, MeanFieldConfig
 from particles.meanfield.solver import POSITIVITY
 from particles.meanfield.spectral import USA_SCALES
@@ -62,18 +53,6 @@ def _save_times(ctx, param, value: str | None):
     if not times:
         raise click.BadParameter("must name at least one time", ctx, param)
     return times
-
-
-def _kept(out: Path, summary: DensitySummary | None, *, resumable: bool = True) -> str:
-    """What a stopped solve left behind, in words."""
-    if summary is None:
-        return f"no frame was saved; {out} not written (an existing file is unchanged)"
-    if summary.complete:
-        return f"{out} is complete ({summary.frames} frames, t={summary.time:g})"
-    kept = (f"{out} holds {summary.frames} of {summary.frames_expected} frames "
-            f"(t={summary.time:g}), marked incomplete")
-    return kept + (f"; continue with: particles meanfield --resume --out {out}"
-                   if resumable else "")
 
 
 def build_config(options: dict, stored: MeanFieldConfig | None = None) -> MeanFieldConfig:
@@ -166,45 +145,8 @@ def meanfield(out: Path, overwrite: bool, resume: bool, **options) -> None:
         if options["beta"] is None:
             raise click.UsageError("missing option --beta")
         config = build_config(options)
-    interrupts.on_forced_stop(interrupts.describe_output(out))
-    with one_line_warnings(), stop_on_signals() as requested:
-        try:
-            try:
-                summary = run_meanfield_to_file(
-                    config, out, overwrite=overwrite, resume=resume, progress=True,
-                    should_stop=lambda: bool(requested),
-                )
-            finally:
-                requested.running = False
-            status = 0
-        except KeyboardInterrupt as exc:  # RunInterrupted, or a signal before the solve began
-            summary = getattr(exc, "summary", None)
-            signum = getattr(exc, "signum", None) or (requested[0] if requested else None)
-            status = 128 + (signum or signal.SIGINT)
-            click.echo("Interrupted: " + _kept(out, summary), err=True)
-        except OutputWriteError as exc:
-            summary, status = exc.summary, 1
-            click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
-        except RunFailed as exc:
-            summary, status = exc.summary, 1
-            message = " ".join(str(exc).split(";")[0].split())
-            click.echo(f"Error: {message}; " + _kept(out, summary, resumable=False), err=True)
-        except OutputPathError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--out'") from None
-        except ResumeMismatch as exc:
-            parts = [f"{option_name(k)} {g!r} (stored {s!r})"
-                     for k, (g, s) in exc.differences.items()]
-            raise click.UsageError(
-                f"--resume continues the configuration stored in {out}; these options "
-                f"differ from it: {', '.join(parts)}"
-            ) from None
-        except (TrajectoryFileError, ValueError) as exc:
-            raise click.UsageError(" ".join(str(exc).split())) from None
-        if summary is not None:
-            click.echo(str(out))
-            click.echo(summary_line(summary))
-        if requested and not status:
-            status = 128 + requested[0]
-            click.echo("Interrupted: " + _kept(out, summary), err=True)
-    if status:
-        sys.exit(status)
+    run_session(
+        lambda should_stop: run_meanfield_to_file(config, out, overwrite=overwrite,
+                                                  resume=resume, progress=True,
+                                                  should_stop=should_stop),
+        out=out, command="particles meanfield", report=lambda s: [summary_line(s)])

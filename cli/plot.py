@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 from particles_cli.analyze import parse_times
+from particles_cli.info import kind_name
 
 from particles.errors import OutputPathError
 from particles.io import TrajectoryFileError, read_summary
 from particles.io.density import is_density_file
-from particles.io.sweep import is_sweep_file
 from particles.paths import check_output_path
 from particles.plotting import DEFAULT_KIND, KINDS, default_output, plot_file
 from particles.plotting.density import (
@@ -306,16 +306,17 @@ def plot(
     mean-field density file (particles meanfield) draws --kind density, or --kind
     compare --with RUN.h5.
     """
-    if is_sweep_file(path):
+    kind_of_path = kind_name(path)
+    if kind_of_path == "sweep":
         if other is not None:
             raise click.UsageError("--with is for --kind compare of a mean-field density file")
         plot_sweep(ctx, path, kind, out, overwrite, times, dpi)
         return
+    density = kind in DENSITY_KINDS or other is not None or kind_of_path == "density"
     for name in SWEEP_ONLY:
-        if (kind in DENSITY_KINDS or other is not None or is_density_file(path)) and \
-                ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+        if density and ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
             raise click.BadParameter("is for sweep files", param_hint=f"'--{name}'")
-    if (kind in DENSITY_KINDS or other is not None or is_density_file(path)):
+    if density:
         kind = check_density_options(path, kind, out, other, overwrite)
         try:
             written = plot_density_file(path, kind, out, other=other, overwrite=overwrite,

@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-import signal
-import sys
-import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 import numpy as np
-from particles_cli import interrupts
 from particles_cli.options import (
     CONFIG_KEYS,
     build_config,
     check_exclusive,
     check_sizes,
-    cli_message,
     config_options,
     given_values,
     option_name,
     read_config_file,
 )
+from particles_cli.session import run_session
 
 from particles.config import SimulationConfig
-from particles.errors import OutputWriteError, ResumeMismatch
-from particles.io import OutputPathError, RunFailed, RunSummary, TrajectoryFileError, read_summary
+from particles.io import OutputPathError, TrajectoryFileError, read_summary
 from particles.runs import RunResult, resume_path, run_to_file
 from particles.runs.estimate import check_fits, estimate
 
@@ -61,20 +55,6 @@ def summary_line(s: RunResult) -> str:
     return f"{s.frames} frames to t={s.time:g} ({status}), " + ", ".join(parts)
 
 
-def _kept(out: Path, summary: RunSummary | None, *, resumable: bool = True) -> str:
-    """What a stopped run left behind, in words (``resumable``: an interrupted
-    run; a failed integration would fail again on resuming, so no --resume)."""
-    if summary is None:
-        return f"no frame was saved; {out} not written (an existing file is unchanged)"
-    if summary.complete:
-        return f"{out} is complete ({summary.frames} frames, t={summary.time:g})"
-    kept = (
-        f"{out} holds {summary.frames} of {summary.frames_expected} frames "
-        f"(t={summary.time:g}), marked incomplete"
-    )
-    return kept + (f"; continue with: particles simulate --resume --out {out}" if resumable else "")
-
-
 def resume_config(out: Path, options: dict, config_file: Path | None) -> SimulationConfig:
     """The configuration of ``simulate --resume`` given with options: the options
     (and --config keys) given over the configuration stored in ``out``.
@@ -101,18 +81,6 @@ def resume_config(out: Path, options: dict, config_file: Path | None) -> Simulat
     }
     config, _ = build_config(filled, config_file)  # x0: frame 0 is in the file
     return config
-
-
-def mismatch_line(out: Path, exc: ResumeMismatch) -> str:
-    """One line naming each option whose value differs from the stored one."""
-    parts = [
-        f"{option_name(k)} {given!r} (stored {stored!r})"
-        for k, (given, stored) in exc.differences.items()
-    ]
-    return (
-        f"--resume continues the configuration stored in {out}; these options differ "
-        f"from it: {', '.join(parts)}"
-    )
 
 
 def check_estimate(
@@ -142,55 +110,6 @@ def check_estimate(
             check_fits(est, out, written=written)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-
-
-@contextmanager
-def one_line_warnings():
-    """Show warnings (e.g. StepSizeWarning) as one ``Warning: ...`` line on stderr."""
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        click.echo(f"Warning: {message}", err=True)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("default")
-        warnings.showwarning = show
-        yield
-
-
-@contextmanager
-def stop_on_signals():
-    """SIGINT (Ctrl-C) and SIGTERM stop the run cleanly; yields the signals received.
-
-    The handler raises ``KeyboardInterrupt`` for the first signal only and
-    records every signal, which the run polls after every frame: an
-    interrupt raised while Numba compiles can be swallowed inside llvmlite,
-    and the record still stops the run at its next frame.  A second signal
-    never interrupts the clean stop the first one started.  Clear
-    ``requested.running`` (the yielded list's attribute) once the run has
-    returned: later signals are then only recorded.
-    """
-
-    class Requested(list):
-        running = True
-
-    requested = Requested()
-
-    def handler(signum, frame):
-        requested.append(signum)
-        if len(requested) == 1 and requested.running:
-            raise KeyboardInterrupt
-
-    previous = {}
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        pass
-    try:
-        yield requested
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 @click.command("simulate")
@@ -273,45 +192,7 @@ def simulate(
         check_estimate(out, config, resume=resume, dry_run=dry_run, check=not no_size_check)
         if dry_run:
             return
-    # what the line says if the run has to be ended at once (particles_cli.interrupts)
-    interrupts.on_forced_stop(interrupts.describe_output(out))
-    with one_line_warnings(), stop_on_signals() as requested:
-        try:
-            try:
-                summary = run_to_file(
-                    config,
-                    out,
-                    x0=x0,
-                    overwrite=overwrite,
-                    resume=resume,
-                    progress=True,
-                    should_stop=lambda: bool(requested),
-                )
-            finally:
-                requested.running = False  # from here on signals are only recorded
-            status = 0
-        except KeyboardInterrupt as exc:  # RunInterrupted, or a signal before the run began
-            summary = getattr(exc, "summary", None)
-            signum = getattr(exc, "signum", None) or (requested[0] if requested else None)
-            status = 128 + (signum or signal.SIGINT)
-            click.echo("Interrupted: " + _kept(out, summary), err=True)
-        except OutputWriteError as exc:
-            summary, status = exc.summary, 1
-            click.echo(f"Error: {exc}", err=True)
-        except RunFailed as exc:
-            summary, status = exc.summary, 1
-            click.echo(f"Error: {exc}; " + _kept(out, summary, resumable=False), err=True)
-        except OutputPathError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--out'") from None
-        except ResumeMismatch as exc:
-            raise click.UsageError(mismatch_line(out, exc)) from None
-        except ValueError as exc:  # checked before any work: x0, the file to resume
-            raise click.UsageError(cli_message(str(exc))) from None
-        if summary is not None:
-            click.echo(str(out))
-            click.echo(summary_line(summary))
-        if requested and not status:  # a signal after the run returned
-            status = 128 + requested[0]
-            click.echo("Interrupted: " + _kept(out, summary), err=True)
-    if status:
-        sys.exit(status)
+    run_session(
+        lambda should_stop: run_to_file(config, out, x0=x0, overwrite=overwrite, resume=resume,
+                                        progress=True, should_stop=should_stop),
+        out=out, command="particles simulate", report=lambda s: [summary_line(s)])

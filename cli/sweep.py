@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import signal
-import sys
 from pathlib import Path
 
 import click
-from particles_cli import interrupts
 from particles_cli.options import CONFIG_OPTIONS, default_text
 
 from particles.config import SimulationConfig
@@ -198,9 +195,9 @@ def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
 def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
            processes: int | None, scheduler: str | None, scheduler_file: Path | None) -> None:
     """Run the sweep and report (one line per outcome; exit 128 + signal on a stop)."""
-    from particles_cli.simulate import one_line_warnings, stop_on_signals
+    from particles_cli.session import run_session
 
-    from particles.errors import OutputPathError, OutputWriteError, RunFailed, SweepError
+    from particles.errors import SweepError
     from particles.sweep.backends import make_backend
     from particles.sweep.run import run_sweep
 
@@ -210,38 +207,21 @@ def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
             scheduler_file=None if scheduler_file is None else str(scheduler_file))
     except (SweepError, ValueError, OSError, TimeoutError) as exc:  # e.g. no scheduler there
         _fail(exc)
-    interrupts.on_forced_stop(interrupts.describe_output(out))
-    status = 0
-    with one_line_warnings(), stop_on_signals() as requested:
+
+    def start(should_stop):
         try:
-            try:
-                result = run_sweep(spec, out, overwrite=overwrite, resume=resume,
-                                   backend=backend, chunk=chunk, progress=True,
-                                   should_stop=lambda: bool(requested))
-            finally:
-                requested.running = False
-                backend.close()
-        except KeyboardInterrupt as exc:
-            signum = getattr(exc, "signum", None) or (requested[0] if requested else None)
-            status = 128 + (signum or signal.SIGINT)
-            click.echo(f"Interrupted: {exc}" if str(exc) else "Interrupted: sweep stopped",
-                       err=True)
-            result = None
-        except (OutputWriteError, RunFailed) as exc:
-            click.echo(f"Error: {exc}", err=True)
-            sys.exit(1)
-        except OutputPathError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--out'") from None
-        except (SweepError, ValueError) as exc:
-            _fail(exc)
-    if result is not None:
-        spec = result.spec
-        click.echo(str(result.path))
-        click.echo(f"{spec.points} grid points x {spec.runs} systems, complete; "
-                   f"{result.tasks_run} tasks ({result.systems_run} systems) run in "
-                   f"{result.seconds:.1f} s")
-    if status:
-        sys.exit(status)
+            return run_sweep(spec, out, overwrite=overwrite, resume=resume, backend=backend,
+                             chunk=chunk, progress=True, should_stop=should_stop)
+        finally:
+            backend.close()
+
+    def report(result) -> list[str]:
+        return [f"{result.spec.points} grid points x {result.spec.runs} systems, complete; "
+                f"{result.tasks_run} tasks ({result.systems_run} systems) run in "
+                f"{result.seconds:.1f} s"]
+
+    run_session(start, out=out, command="particles sweep", report=report,
+                report_kept=False, unit="system")
 
 
 @sweep.command("export")

@@ -9,10 +9,7 @@ compiled code.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from particles.io.h5md import RunSummary
+from typing import Protocol, runtime_checkable
 
 __all__ = [
     "CacheWarning",
@@ -29,9 +26,43 @@ __all__ = [
     "RunInterrupted",
     "StalePartialWarning",
     "StepSizeWarning",
+    "Summary",
     "SweepError",
     "TrajectoryFileError",
 ]
+
+
+@runtime_checkable
+class Summary(Protocol):
+    """What a file of any kind holds, as the sessions and their errors report it.
+
+    Every file kind's summary (:class:`particles.io.RunSummary` of a
+    trajectory, a density's, a comparison's, a sweep's header) has these;
+    the exceptions below carry one of what a stopped session kept.
+
+    Attributes
+    ----------
+    path : Path
+        The file.
+    complete : bool
+        Whether the file holds everything its session set out to write.
+    items, items_expected : int
+        What it holds and what the complete file holds, in the kind's unit
+        (frames; systems for a sweep).
+    """
+
+    path: Path
+    complete: bool
+
+    @property
+    def items(self) -> int: ...
+
+    @property
+    def items_expected(self) -> int: ...
+
+    def describe(self) -> str:
+        """What the file holds, for one line: ``"holds 5 of 11 frames (t=0.5)"``."""
+        ...
 
 
 class CacheWarning(UserWarning):
@@ -57,7 +88,17 @@ class SweepError(ValueError):
 
 
 class OutputPathError(ValueError):
-    """The output path cannot be used: it exists, or its directory is missing or read-only."""
+    """The output path cannot be used: it exists, or its directory is missing or read-only.
+
+    Attributes
+    ----------
+    path : Path or None
+        The output path refused (so a command can name the option that gave it).
+    """
+
+    def __init__(self, message: str, path: Path | str | None = None) -> None:
+        super().__init__(message)
+        self.path = None if path is None else Path(path)
 
 
 class OutputExistsError(OutputPathError, FileExistsError):
@@ -108,8 +149,8 @@ class OutputWriteError(OSError):
         Frames on disk when the write failed (None: not a file of frames).
     kept : Path or None
         The file holding the frames written so far (marked incomplete), or None.
-    summary : RunSummary or None
-        What ``kept`` holds, for a single run.
+    summary : Summary or None
+        What ``kept`` holds, when it could be read.
     """
 
     def __init__(
@@ -121,7 +162,7 @@ class OutputWriteError(OSError):
         needed: int | None = None,
         frames: int | None = 0,
         kept: Path | None = None,
-        summary: RunSummary | None = None,
+        summary: Summary | None = None,
     ) -> None:
         super().__init__(errno, reason)
         self.frames = frames
@@ -135,8 +176,7 @@ class OutputWriteError(OSError):
         line = f"cannot write {self.path} ({self.reason})"
         s = self.summary
         if s is not None:
-            line += (f"; it holds {s.frames} of {s.frames_expected} frames (t={s.time:g}), "
-                     "marked incomplete")
+            line += f"; it {s.describe()}, marked incomplete"
         elif self.kept is not None:
             line += "; it holds the frames written so far, marked incomplete"
         elif self.frames is not None:
@@ -174,8 +214,8 @@ class RunInterrupted(KeyboardInterrupt):
         None when nothing was kept (stopped before a frame was written, or
         before a replacement was promoted, in which case an old file is
         unchanged).
-    summary : RunSummary or None
-        What ``kept`` holds, for a single run (None otherwise); its
+    summary : Summary or None
+        What ``kept`` holds (None when nothing was kept); its
         ``complete`` is True when the signal came after the last frame.
     signum : int or None
         The signal, when it was held while the file was finished.
@@ -184,7 +224,7 @@ class RunInterrupted(KeyboardInterrupt):
     def __init__(
         self,
         path: Path | None,
-        summary: RunSummary | None = None,
+        summary: Summary | None = None,
         *,
         kept: Path | None = None,
         message: str | None = None,
@@ -193,7 +233,7 @@ class RunInterrupted(KeyboardInterrupt):
         self.signum = signum
         if message is None:
             message = f"run interrupted; {path} " + (
-                f"holds {summary.frames} of {summary.frames_expected} frames"
+                f"holds {summary.items} of {summary.items_expected} frames"
                 if summary
                 else "was not written"
             )
@@ -216,7 +256,7 @@ class RunFailed(IntegrationError):
         self,
         message: str,
         path: Path | None,
-        summary: RunSummary | None = None,
+        summary: Summary | None = None,
         *,
         kept: Path | None = None,
     ) -> None:
@@ -227,17 +267,20 @@ class RunFailed(IntegrationError):
 
 
 class ComparisonInterrupted(RunInterrupted):
-    """A :class:`RunInterrupted` of a model comparison (``kept`` as there)."""
+    """A :class:`RunInterrupted` of a model comparison (``kept``, ``summary`` as there)."""
 
-    def __init__(self, message: str, kept: Path | None, path: Path | None = None) -> None:
-        super().__init__(path if path is not None else kept, kept=kept, message=message)
+    def __init__(self, message: str, kept: Path | None, path: Path | None = None,
+                 summary: Summary | None = None) -> None:
+        super().__init__(path if path is not None else kept, summary, kept=kept,
+                         message=message)
 
 
 class ComparisonFailed(RunFailed):
-    """A :class:`RunFailed` of a model comparison (``kept`` as there)."""
+    """A :class:`RunFailed` of a model comparison (``kept``, ``summary`` as there)."""
 
-    def __init__(self, message: str, kept: Path | None, path: Path | None = None) -> None:
-        super().__init__(message, path if path is not None else kept, kept=kept)
+    def __init__(self, message: str, kept: Path | None, path: Path | None = None,
+                 summary: Summary | None = None) -> None:
+        super().__init__(message, path if path is not None else kept, summary, kept=kept)
 
 
 class NotComputedError(AttributeError):

@@ -1,37 +1,49 @@
-"""Trajectory files: H5MD 1.1 writer and reader (pure file format).
+"""Files: the shared HDF5 layer and one module per file kind (pure file format).
 
-Runs streamed to disk (:func:`particles.runs.run_to_file`) live in
-:mod:`particles.runs`; the exceptions they raise are re-exported here.
+Every kind of file registers itself in :data:`FILE_KINDS`
+(:mod:`particles.io.kinds`; :func:`kind_of` names the kind of a file on
+disk); importing this package loads every kind module, so the registry is
+complete:
 
-* :func:`load` reads a file back as a :class:`~particles.trajectory.Trajectory`.
-* :func:`read_summary` describes a file from its header and last frame.
-* :func:`load_density` reads a mean-field density file
-  (:mod:`particles.io.density`) as a :class:`~particles.meanfield.DensityResult`;
-  :func:`load` refuses one, naming it.
+* trajectories (:mod:`particles.io.h5md`, H5MD 1.1): :func:`load` reads a
+  file back as a :class:`~particles.trajectory.Trajectory`,
+  :func:`read_summary` describes it from its header and last frame;
+* model comparisons (:mod:`particles.io.compare`);
+* mean-field densities (:mod:`particles.io.density`): :func:`load_density`,
+  :func:`read_density_summary`;
+* sweeps (:mod:`particles.io.sweep`).
 
-The file layout (single systems and ensembles) is documented in
-:mod:`particles.io.h5md`.
+The shared layer (header, opening, disk-space reservation, creating and
+closing) is :mod:`particles.io.hdf5`; the frame writer the kinds of frames
+share is :mod:`particles.io.frames`.  Runs streamed to disk
+(:func:`particles.runs.run_to_file`) live in :mod:`particles.runs`; the
+exceptions they raise are re-exported here.
 """
 
 from particles.errors import OutputPathError, RunFailed, RunInterrupted
+from particles.io import compare, density, h5md, sweep  # noqa: F401 (each registers its kind)
 from particles.io.density import load_density, read_density_summary
 from particles.io.h5md import (
-    SCHEMA_VERSION,
     RunSummary,
     TrajectoryFileError,
     TrajectoryWriter,
     load,
     read_summary,
 )
+from particles.io.hdf5 import SCHEMA_VERSION
+from particles.io.kinds import FILE_KINDS, FileKind, kind_of
 
 __all__ = [
+    "FILE_KINDS",
     "SCHEMA_VERSION",
+    "FileKind",
     "OutputPathError",
     "RunFailed",
     "RunInterrupted",
     "RunSummary",
     "TrajectoryFileError",
     "TrajectoryWriter",
+    "kind_of",
     "load",
     "load_density",
     "read_density_summary",

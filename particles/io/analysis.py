@@ -9,7 +9,8 @@ Where.  The results of ``run.h5`` live in a sidecar file next to it,
 group: the trajectory itself is only ever opened read-only, so analysing
 it can never damage its frames (a full disk while writing results into the
 trajectory used to make it unreadable).  The sidecar is written under a
-hidden temporary name (``.run.analysis.h5.XXXXXXXX.partial``), its disk
+hidden temporary name (:func:`particles.paths.temporary_path`:
+``.run.analysis.h5.PID@HOST.XXXXXXXX.partial``), its disk
 space reserved first, read back, and only then renamed over the previous
 one, so a failure or Ctrl-C while writing leaves the previous results
 intact and no temporary file.  Files written before the sidecar existed
@@ -20,7 +21,6 @@ the sidecar when there is one and that group otherwise.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from particles.errors import OutputWriteError
+from particles.paths import put_in_place, temporary_path
 
 #: name of the group holding the results in a trajectory file.
 ANALYSIS_GROUP = "analysis"
@@ -118,16 +118,16 @@ def write_analysis_group(
     """
     import h5py
 
-    from particles.io.h5md import _close_quietly, _reason, _Reserve
+    from particles.io.hdf5 import Reserve, close_quietly, write_failure
 
     compressed = set(compressed)
     target = analysis_path(path)
-    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
+    temp = temporary_path(target)
     need = 2**16 + sum(np.asarray(v).nbytes + 4096 for v in datasets.values())
     f = reserve = None
     try:
         f = h5py.File(temp, "x")
-        reserve = _Reserve(f)
+        reserve = Reserve(f)
         reserve.ensure(f, need)  # fails here, before HDF5 writes, on a full disk
         g = f.create_group(ANALYSIS_GROUP)
         g.attrs["trajectory"] = Path(path).name
@@ -141,19 +141,18 @@ def write_analysis_group(
             else:
                 g.create_dataset(name, data=data)
         f.flush()
-        _close_quietly(f, reserve)
+        close_quietly(f, reserve)
         f = None
         _read_group(temp)  # read back: never rename a damaged file over good results
-        os.replace(temp, target)
+        put_in_place(temp, target, overwrite=True)
     except (OSError, RuntimeError, KeyError, ValueError) as exc:
         if f is not None:
-            _close_quietly(f, reserve)
+            close_quietly(f, reserve)
         temp.unlink(missing_ok=True)
-        reason, code = _reason(exc)
-        raise OutputWriteError(target, reason, errno=code, needed=need, frames=None) from None
+        raise write_failure(target, exc, needed=need, frames=None) from None
     except BaseException:  # Ctrl-C: no temporary file left, old results kept
         if f is not None:
-            _close_quietly(f, reserve)
+            close_quietly(f, reserve)
         temp.unlink(missing_ok=True)
         raise
 

@@ -3,7 +3,7 @@
 A density file holds the solution ``rho(t, theta)`` of
 :func:`particles.meanfield.solve` on the grid ``theta_j = 2 pi j / M``
 (``j = 0 .. M-1``), one frame per save time, with the same conventions
-(and the same frame writer, :class:`particles.io.h5md.GroupWriter`) as
+(and the same frame writer, :class:`particles.io.frames.GroupWriter`) as
 trajectory files.  Layout (https://www.nongnu.org/h5md/, version 1.1)::
 
     /h5md                          version = [1, 1], author, creator
@@ -30,7 +30,7 @@ from a trajectory (whose readers, :func:`particles.load` and
 :func:`load_density`) and from a comparison file.
 
 Crash safety and full disks are those of :mod:`particles.io.h5md` (the
-same :class:`~particles.io.h5md.GroupWriter`): frames are buffered and
+same :class:`~particles.io.frames.GroupWriter`): frames are buffered and
 written at least every ``flush_interval`` seconds, ``value`` first, then the
 observables, ``time`` and ``step`` last; readers use the shortest length, so
 a killed run leaves a readable file of whole frames; each batch's disk space
@@ -47,36 +47,33 @@ with ``resume=True``).
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import h5py
 import numpy as np
 
-from particles.errors import OutputWriteError, TrajectoryFileError
-from particles.io.h5md import (
-    _RESERVE_MARGIN,
-    _RETRIES,
-    _RETRY_DELAY,
-    DENSITY_KIND,
+from particles.errors import TrajectoryFileError
+from particles.io.frames import FrameCounts, GroupWriter
+from particles.io.hdf5 import (
     FLUSH_INTERVAL,
-    GroupWriter,
-    _close_file,
-    _close_quietly,
-    _create,
-    _reason,
-    _Reserve,
+    Reserve,
     appendable,
     check_schema,
+    create_file,
     file_error,
+    file_kind,
     open_read,
+    read_retrying,
+    reopen_file,
     write_header,
 )
+from particles.io.kinds import Example, refusal, register
 from particles.meanfield import DensityFrame, DensityResult, MeanFieldConfig, SolverState
 from particles.trajectory import Frame
 
 __all__ = [
+    "DENSITY",
     "ELEMENT",
     "KIND",
     "OBSERVABLES",
@@ -90,7 +87,7 @@ __all__ = [
 ]
 
 #: value of the ``/parameters`` attribute ``kind`` of a density file.
-KIND = DENSITY_KIND
+KIND = "density"
 
 #: the element holding the density frames.
 ELEMENT = "observables/density"
@@ -112,7 +109,7 @@ def grid(modes: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Layout:
-    """What :class:`~particles.io.h5md.GroupWriter` asks of a configuration:
+    """What :class:`~particles.io.frames.GroupWriter` asks of a configuration:
     one system (no batch axis), every frame kept, the output times."""
 
     times: np.ndarray
@@ -161,7 +158,7 @@ class DensityWriter(GroupWriter):
     Use :meth:`create` for a new file or :meth:`reopen` to continue one;
     then :meth:`append` each frame and :meth:`close` once.  Buffering,
     flushing, disk-space reservation and the ``complete`` flag are those of
-    :class:`~particles.io.h5md.GroupWriter`.
+    :class:`~particles.io.frames.GroupWriter`.
 
     Parameters
     ----------
@@ -182,7 +179,7 @@ class DensityWriter(GroupWriter):
         *,
         frames: int = 0,
         flush_interval: float = FLUSH_INTERVAL,
-        reserve: _Reserve | None = None,
+        reserve: Reserve | None = None,
     ) -> None:
         super().__init__(
             file, _Layout(save_times(config)), frames=frames, flush_interval=flush_interval,
@@ -190,9 +187,6 @@ class DensityWriter(GroupWriter):
         )
         self.meanfield = config
         self._next = frames
-
-    def _energy_definition(self) -> str:
-        return ""  # E_beta[rho] of the density (particles.meanfield.energy)
 
     @classmethod
     def create(
@@ -215,7 +209,7 @@ class DensityWriter(GroupWriter):
             theta = element.create_dataset("theta", data=grid(config.modes))
             theta.attrs["cells"] = "theta_j = 2 pi j / M; rho is the value at theta_j"
 
-        f, reserve = _create(path, fill)
+        f, reserve = create_file(path, fill)
         return cls(f, config, flush_interval=flush_interval, reserve=reserve)
 
     @classmethod
@@ -235,29 +229,14 @@ class DensityWriter(GroupWriter):
         """
         path = Path(path)
         summary = read_density_summary(path)
-        try:
-            f = h5py.File(path, "r+")
-        except BlockingIOError:
-            raise file_error(
-                path, "is open for writing in another process (a solve still going?)"
-            ) from None
-        except OSError as exc:
-            raise file_error(path, f"cannot be opened for writing ({exc})") from None
-        reserve = _Reserve(f)
-        try:
-            reserve.ensure(f, _RESERVE_MARGIN)
+
+        def prepare(f: h5py.File) -> None:
             for ds in _frame_datasets(f, summary.observables):
                 if ds.shape[0] != summary.frames:
                     ds.resize(summary.frames, axis=0)
             f["parameters"].attrs["complete"] = np.int8(0)
-            f.flush()
-        except (OSError, RuntimeError) as exc:
-            _close_quietly(f, reserve)
-            reason, code = _reason(exc)
-            raise OutputWriteError(path, reason, errno=code, kept=path) from None
-        except BaseException:
-            _close_quietly(f, reserve)
-            raise
+
+        f, reserve, _ = reopen_file(path, prepare, busy="a solve still going?")
         return cls(f, summary.config, frames=summary.frames, flush_interval=flush_interval,
                    reserve=reserve)
 
@@ -279,24 +258,6 @@ class DensityWriter(GroupWriter):
         self._next += 1
         return wrote
 
-    def close(self, *, complete: bool) -> None:
-        """Write what is buffered, record whether the solve completed, close the file.
-
-        Raises
-        ------
-        OutputWriteError
-            A write failed (now or before, when ``complete``): the file holds
-            the frames written before the failure, marked incomplete.
-        """
-        if not self._file:
-            return
-        try:
-            self.finish(complete=complete)
-        except BaseException:
-            _close_quietly(self._file, self._reserve)
-            raise
-        _close_file(self._file, self._reserve)
-
 
 def _frame_datasets(f: h5py.File, observables) -> list[h5py.Dataset]:
     element = f[ELEMENT]
@@ -306,7 +267,7 @@ def _frame_datasets(f: h5py.File, observables) -> list[h5py.Dataset]:
 
 # ---------------------------------------------------------------- reading
 @dataclass(frozen=True)
-class DensitySummary:
+class DensitySummary(FrameCounts):
     """What a density file holds, read without loading every frame.
 
     Attributes
@@ -365,14 +326,14 @@ def is_density_file(path: str | Path) -> bool:
     except (TrajectoryFileError, OSError):
         return False
     with f:
-        params = f.get("parameters")
-        return isinstance(params, h5py.Group) and params.attrs.get("kind") == KIND
+        return file_kind(f) == KIND
 
 
 def _inspect(f: h5py.File, path: Path) -> _Header:
     """Check that ``f`` is a density file this version can read; never reads frames."""
     params = f.get("parameters")
-    if not isinstance(params, h5py.Group) or params.attrs.get("kind") != KIND:
+    refusal(path, f, DENSITY, "a mean-field density file")
+    if not isinstance(params, h5py.Group) or file_kind(f) != KIND:
         raise file_error(
             path, "not a mean-field density file (no /parameters attribute kind = 'density'); "
             "particle runs are read with particles.load"
@@ -414,29 +375,6 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
     return _Header(config, frames, complete, tuple(names))
 
 
-def _read(path: str | Path, reader):
-    """Open ``path``, inspect it and return ``reader(file, header)``; always closes it.
-
-    A file being written by another process is read without its lock, and the
-    read is retried a few times if it meets a half-written batch.
-    """
-    path = Path(path)
-    for attempt in range(_RETRIES):
-        f, concurrent = open_read(path)
-        try:
-            with f:
-                return reader(f, _inspect(f, path))
-        except TrajectoryFileError:
-            raise
-        except (OSError, KeyError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
-            if not concurrent or attempt == _RETRIES - 1:
-                raise file_error(
-                    path, f"damaged density file ({type(exc).__name__}: {exc})"
-                ) from None
-            time.sleep(_RETRY_DELAY)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 def read_density_summary(path: str | Path) -> DensitySummary:
     """Describe a density file from its header and last frame.
 
@@ -462,7 +400,7 @@ def read_density_summary(path: str | Path) -> DensitySummary:
                                for n in h.observables},
         )
 
-    return _read(path, reader)
+    return read_retrying(path, _inspect, reader, "density")
 
 
 @dataclass
@@ -535,4 +473,62 @@ def load_density(path: str | Path) -> StoredDensity:
             step_size=obs["step_size"],
         )
 
-    return _read(path, reader)
+    return read_retrying(path, _inspect, reader, "density")
+
+
+def density_bytes(config: MeanFieldConfig, frames: int) -> int:
+    """Rough bytes of ``frames`` frames of ``config`` on disk."""
+    return frames * 8 * (config.modes + 8) + 2**16
+
+
+class DensityKind:
+    """The mean-field density file kind (:class:`~particles.io.kinds.FileKind`):
+    the layout of this module; items are :class:`~particles.meanfield.DensityFrame`."""
+
+    name = KIND
+    description = "mean-field density"
+    command = "particles meanfield"
+    reader = "particles.load_density"
+    unit = "frames"
+    resumable = True
+    error = TrajectoryFileError
+
+    def can_open(self, f: h5py.File) -> bool:
+        return file_kind(f) == KIND
+
+    def create(self, path: Path, spec: MeanFieldConfig, *,
+               flush_interval: float = FLUSH_INTERVAL) -> DensityWriter:
+        return DensityWriter.create(path, spec, flush_interval=flush_interval)
+
+    def reopen(self, path: Path, spec: MeanFieldConfig | None, *,
+               flush_interval: float = FLUSH_INTERVAL) -> DensityWriter:
+        return DensityWriter.reopen(path, flush_interval=flush_interval)
+
+    def summarize(self, path: Path) -> DensitySummary:
+        return read_density_summary(path)
+
+    def expected(self, spec: MeanFieldConfig) -> int:
+        return len(save_times(spec))
+
+    def bytes_needed(self, spec: MeanFieldConfig, items: int) -> int:
+        return density_bytes(spec, items)
+
+    def example(self) -> Example:
+        """A density on 512 cells, 121 frames of a relaxing cosine (frame k's
+        amplitude exp(-t_k)), each frame the state it claims."""
+        spec = MeanFieldConfig(beta=1.0, modes=512, T=1.2, save_every=0.01)
+        theta, times = grid(spec.modes), save_times(spec)
+
+        def items(summary: DensitySummary | None):
+            for k in range(0 if summary is None else summary.frames, len(times)):
+                t = float(times[k])
+                rho = (1.0 + 0.5 * np.exp(-t) * np.cos(theta)) / (2 * np.pi)
+                state = SolverState(t=t, rho=rho, dt=0.01, steps=k, rejected=0)
+                yield DensityFrame(time=t, rho=rho, mass=1.0, energy=float(rho @ rho),
+                                   dissipation=0.0, min_density=float(rho.min()), state=state)
+
+        return Example(spec, items)
+
+
+#: the density kind, registered.
+DENSITY = register(DensityKind())

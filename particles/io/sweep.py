@@ -1,7 +1,7 @@
 """Sweep files: the layout, a per-task writer and the reader (pure file format).
 
 One HDF5 file per sweep, with the header every ``particles`` file has
-(:func:`particles.io.h5md.write_header`: ``/h5md``, ``/parameters`` with the
+(:func:`particles.io.hdf5.write_header`: ``/h5md``, ``/parameters`` with the
 schema and software versions)::
 
     /parameters                particles_schema, kind = "sweep", complete = 0 | 1,
@@ -35,7 +35,7 @@ Crash safety: a task's results are written, then its systems' ``done``
 flags, then the file is flushed (``H5Fflush``); a process killed at any
 moment leaves a file whose ``done`` systems are all on disk.  Disk space
 for each task is reserved before HDF5 writes a byte (as for trajectories,
-:class:`particles.io.h5md._Reserve`), so a full disk stops the sweep with
+:class:`particles.io.hdf5.Reserve`), so a full disk stops the sweep with
 :class:`~particles.errors.OutputWriteError` and leaves the file usable.
 Per-system datasets are chunked by systems and allocated as they are
 written: an unfinished sweep takes the room of its finished systems.
@@ -53,19 +53,25 @@ import h5py
 import numpy as np
 
 from particles.errors import OutputWriteError, SweepError
-from particles.io.h5md import (
-    _RESERVE_MARGIN,
+from particles.io.hdf5 import (
+    FLUSH_INTERVAL,
+    RESERVE_MARGIN,
     SCHEMA_VERSION,
-    _close_file,
-    _close_quietly,
-    _create,
-    _reason,
-    _Reserve,
+    Reserve,
+    close_file,
+    close_quietly,
+    create_file,
+    file_kind,
+    open_read,
+    reopen_file,
+    write_failure,
     write_header,
 )
+from particles.io.kinds import Example, register
 
-__all__ = ["FORMAT", "KIND", "SweepHeader", "SweepWriter", "is_sweep", "open_sweep",
-           "read_header", "read_stats", "read_systems"]
+__all__ = ["FORMAT", "KIND", "SWEEP", "SweepHeader", "SweepLayout", "SweepWriter", "TaskRows",
+           "is_sweep", "is_sweep_file", "open_sweep", "read_header", "read_stats",
+           "read_systems"]
 
 #: ``/parameters`` attribute ``kind`` of a sweep file.
 KIND = "sweep"
@@ -116,16 +122,30 @@ class SweepHeader:
         """Systems whose results are on disk."""
         return int(self.done.sum())
 
+    @property
+    def items(self) -> int:
+        """Systems done (the :class:`~particles.errors.Summary` protocol)."""
+        return self.systems_done
+
+    @property
+    def items_expected(self) -> int:
+        """Systems of the whole sweep."""
+        return int(self.done.size)
+
+    def describe(self) -> str:
+        """``"holds 12 of 64 systems"``."""
+        return f"holds {self.systems_done} of {self.done.size} systems"
+
 
 def is_sweep(f: h5py.File) -> bool:
     """Whether an open file is a sweep file."""
-    return "parameters" in f and f["parameters"].attrs.get("kind") == KIND
+    return file_kind(f) == KIND
 
 
 def is_sweep_file(path: str | Path) -> bool:
     """Whether ``path`` is a readable sweep file (``particles sweep``), by its header."""
     try:
-        with h5py.File(path, "r") as f:
+        with h5py.File(path, "r", locking=False) as f:
             return is_sweep(f)
     except OSError:
         return False
@@ -134,19 +154,7 @@ def is_sweep_file(path: str | Path) -> bool:
 def open_sweep(path: str | Path) -> h5py.File:
     """Open a sweep file read-only, with one-line errors (:class:`SweepError`)."""
     path = Path(path)
-    if not path.exists():
-        raise sweep_error(path, "no such file")
-    if path.is_dir():
-        raise sweep_error(path, "is a directory, not a sweep file")
-    try:
-        if not h5py.is_hdf5(path):
-            raise sweep_error(path, "not an HDF5 file (so not a particles sweep)")
-        try:
-            f = h5py.File(path, "r")
-        except BlockingIOError:  # a sweep in progress holds the lock
-            f = h5py.File(path, "r", locking=False)
-    except OSError as exc:
-        raise sweep_error(path, f"cannot be opened, truncated or damaged ({exc})") from None
+    f, _ = open_read(path, sweep_error, "sweep")
     try:
         if not is_sweep(f):
             raise sweep_error(path, "not a particles sweep file (no /parameters kind='sweep')")
@@ -205,68 +213,52 @@ def _axis_values(values: tuple[Any, ...]) -> np.ndarray:
     return np.array(values, dtype=np.float64)
 
 
-class SweepWriter:
-    """Writes the results of a sweep's tasks as they finish, then its statistics.
+@dataclass(frozen=True)
+class SweepLayout:
+    """What a sweep file holds, as the file format needs it (made by
+    :meth:`particles.sweep.grid.SweepSpec.layout`).
 
-    Use :meth:`create` for a new file or :meth:`reopen` to continue one;
-    :meth:`write` each task's per-system results, :meth:`write_stats` once
-    every system is done, :meth:`close` once.
+    Attributes
+    ----------
+    spec_json, base_json : str
+        The sweep's description and its fixed fields (JSON).
+    seed : int
+        Root seed.
+    axes : tuple of (name, values)
+    runs : int
+    times : ndarray, shape (F,)
+    deltas, levels : tuple of float
+    eps : float
+    max_n, max_pairs : int
+        Largest number of tokens and of token pairs on the grid (dtypes).
+    configs : tuple of str
+        Every grid point's configuration (JSON), in flat grid order.
+    positions : (n, d), optional
+        Store positions of that shape.
     """
 
-    def __init__(self, f: h5py.File, reserve: _Reserve | None, path: Path) -> None:
-        self._file = f
-        self._reserve = reserve
-        self.path = path
-        self.done = np.asarray(f["sweep/done"][()], dtype=bool)
+    spec_json: str
+    seed: int
+    base_json: str
+    axes: tuple[tuple[str, tuple[Any, ...]], ...]
+    runs: int
+    times: np.ndarray
+    deltas: tuple[float, ...]
+    levels: tuple[float, ...]
+    eps: float
+    max_n: int
+    max_pairs: int
+    configs: tuple[str, ...]
+    positions: tuple[int, int] | None = None
 
-    # ------------------------------------------------------------ opening
-    @classmethod
-    def create(
-        cls,
-        path: str | Path,
-        *,
-        spec_json: str,
-        seed: int,
-        base_json: str,
-        axes: tuple[tuple[str, tuple[Any, ...]], ...],
-        runs: int,
-        times: np.ndarray,
-        deltas: tuple[float, ...],
-        levels: tuple[float, ...],
-        eps: float,
-        max_n: int,
-        max_pairs: int,
-        configs: list[str],
-        positions: tuple[int, int] | None = None,
-    ) -> SweepWriter:
-        """Create a new sweep file (which must not exist) with no system done.
+    @property
+    def points(self) -> int:
+        """Grid points."""
+        return len(self.configs)
 
-        Parameters
-        ----------
-        path : path
-        spec_json, base_json : str
-            The sweep's description and its fixed fields (JSON).
-        seed : int
-            Root seed.
-        axes : tuple of (name, values)
-        runs : int
-        times : ndarray, shape (F,)
-        deltas, levels : tuple of float
-        eps : float
-        max_n, max_pairs : int
-            Largest number of tokens and of token pairs on the grid (dtypes).
-        configs : list of str
-            Every grid point's configuration (JSON), in flat grid order.
-        positions : (n, d), optional
-            Store positions of that shape.
-
-        Raises
-        ------
-        OutputWriteError
-            The file could not be written (disk full); it is removed again.
-        """
-        points = len(configs)
-        F, K = len(times), len(deltas)
+    def datasets(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        """Per-system dataset name -> (shape after the (points, runs) axes, dtype)."""
+        F, K = len(self.times), len(self.deltas)
 
         def uint(maximum: int) -> np.dtype:
             for dt in (np.uint8, np.uint16, np.uint32):
@@ -274,46 +266,90 @@ class SweepWriter:
                     return np.dtype(dt)
             return np.dtype(np.uint64)
 
+        specs = {
+            "pair_counts": ((F, K), uint(self.max_pairs)),
+            "cluster_count": ((F,), uint(self.max_n)),
+            "energy": ((F,), np.dtype(np.float32)),
+            "order_parameter": ((F,), np.dtype(np.float32)),
+            "formation_time": ((), np.dtype(np.float64)),
+            "first_merge_time": ((), np.dtype(np.float64)),
+            "single_cluster_time": ((), np.dtype(np.float64)),
+        }
+        if self.positions is not None:
+            specs["positions"] = ((F, *self.positions), np.dtype(np.float64))
+        return specs
+
+
+@dataclass(frozen=True)
+class TaskRows:
+    """The per-system results of systems ``[start, stop)`` of grid point ``point``:
+    the item a sweep session streams (``arrays``: dataset name -> values of
+    shape (stop - start, ...))."""
+
+    point: int
+    start: int
+    stop: int
+    arrays: dict[str, np.ndarray]
+
+
+class SweepWriter:
+    """Writes the results of a sweep's tasks as they finish, then its statistics.
+
+    Use :meth:`create` for a new file or :meth:`reopen` to continue one;
+    :meth:`append` (or :meth:`write`) each task's per-system results,
+    :meth:`write_stats` once every system is done, :meth:`close` once.
+    Every task is on disk when :meth:`append` returns (nothing is pending).
+    """
+
+    def __init__(self, f: h5py.File, reserve: Reserve | None, path: Path) -> None:
+        self._file = f
+        self._reserve = reserve
+        self.path = path
+        self.done = np.asarray(f["sweep/done"][()], dtype=bool)
+        self._failed: OutputWriteError | None = None
+
+    # ------------------------------------------------------------ opening
+    @classmethod
+    def create(cls, path: str | Path, layout: SweepLayout) -> SweepWriter:
+        """Create a new sweep file (which must not exist) with no system done.
+
+        Raises
+        ------
+        OutputWriteError
+            The file could not be written (disk full); it is removed again.
+        """
+        points, runs = layout.points, layout.runs
+
         def fill(f: h5py.File) -> None:
             params = write_header(f, kind=KIND)
             params.attrs["complete"] = np.int8(0)
-            params.attrs["sweep"] = spec_json
-            params.attrs["seed"] = str(seed)
-            params.attrs["config"] = base_json
+            params.attrs["sweep"] = layout.spec_json
+            params.attrs["seed"] = str(layout.seed)
+            params.attrs["config"] = layout.base_json
             g = f.create_group("sweep")
             g.attrs["format"] = np.int64(FORMAT)
-            g.attrs["axes"] = json.dumps([k for k, _ in axes])
+            g.attrs["axes"] = json.dumps([k for k, _ in layout.axes])
             g.attrs["runs"] = np.int64(runs)
             g.attrs["points"] = np.int64(points)
-            g.attrs["eps"] = float(eps)
+            g.attrs["eps"] = float(layout.eps)
             ax = g.create_group("axes")
-            for k, values in axes:
+            for k, values in layout.axes:
                 ax.create_dataset(k, data=_axis_values(values))
-            g.create_dataset("time", data=np.asarray(times, dtype=np.float64))
-            g.create_dataset("delta", data=np.asarray(deltas, dtype=np.float64))
-            g.create_dataset("quantile", data=np.asarray(levels, dtype=np.float64))
-            g.create_dataset("clusters", data=np.arange(1, max_n + 1, dtype=np.int64))
-            g.create_dataset("configs", data=np.array(configs, dtype=h5py.string_dtype()))
+            g.create_dataset("time", data=np.asarray(layout.times, dtype=np.float64))
+            g.create_dataset("delta", data=np.asarray(layout.deltas, dtype=np.float64))
+            g.create_dataset("quantile", data=np.asarray(layout.levels, dtype=np.float64))
+            g.create_dataset("clusters", data=np.arange(1, layout.max_n + 1, dtype=np.int64))
+            g.create_dataset("configs", data=np.array(layout.configs,
+                                                      dtype=h5py.string_dtype()))
             g.create_dataset("done", shape=(points, runs), dtype=np.uint8,
                              chunks=_chunks((points, runs), 1), fillvalue=0)
             s = g.create_group("systems")
-            specs = {
-                "pair_counts": ((F, K), uint(max_pairs)),
-                "cluster_count": ((F,), uint(max_n)),
-                "energy": ((F,), np.dtype(np.float32)),
-                "order_parameter": ((F,), np.dtype(np.float32)),
-                "formation_time": ((), np.dtype(np.float64)),
-                "first_merge_time": ((), np.dtype(np.float64)),
-                "single_cluster_time": ((), np.dtype(np.float64)),
-            }
-            if positions is not None:
-                specs["positions"] = ((F, *positions), np.dtype(np.float64))
-            for name, (extra, dt) in specs.items():
+            for name, (extra, dt) in layout.datasets().items():
                 shape = (points, runs, *extra)
                 s.create_dataset(name, shape=shape, dtype=dt, chunks=_chunks(shape, dt.itemsize))
             g.create_group("stats")
 
-        f, reserve = _create(path, fill)
+        f, reserve = create_file(path, fill)
         return cls(f, reserve, Path(path))
 
     @classmethod
@@ -324,25 +360,17 @@ class SweepWriter:
         ------
         SweepError
             Not a sweep file, or another process has it open for writing.
+        OutputWriteError
+            The file cannot be written (disk full); ``kept`` is the file.
         """
         path = Path(path)
         read_header(path)  # one-line errors for files that are no sweeps
-        try:
-            f = h5py.File(path, "r+")
-        except BlockingIOError:
-            raise sweep_error(path, "is open for writing in another process (a sweep still "
-                              "going?)") from None
-        except OSError as exc:
-            raise sweep_error(path, f"cannot be opened for writing ({exc})") from None
-        reserve = _Reserve(f)
-        try:
-            reserve.ensure(f, _RESERVE_MARGIN)
+
+        def prepare(f: h5py.File) -> None:
             f["parameters"].attrs["complete"] = np.int8(0)
-            f.flush()
-        except (OSError, RuntimeError) as exc:
-            _close_quietly(f, reserve)
-            reason, code = _reason(exc)
-            raise OutputWriteError(path, reason, errno=code, kept=path) from None
+
+        f, reserve, _ = reopen_file(path, prepare, error=sweep_error,
+                                    busy="a sweep still going?")
         return cls(f, reserve, path)
 
     # ------------------------------------------------------------ writing
@@ -351,15 +379,32 @@ class SweepWriter:
         """The open file."""
         return self._file
 
+    @property
+    def frames(self) -> int:
+        """Systems done (the session's count of items on disk)."""
+        return int(self.done.sum())
+
+    @property
+    def pending(self) -> int:
+        """Always 0: every task is written when it is appended."""
+        return 0
+
+    @property
+    def failed(self) -> OutputWriteError | None:
+        """The write failure that stopped this writer, or None."""
+        return self._failed
+
     def _guarded(self, nbytes: int, write) -> None:
+        if self._failed is not None:
+            raise self._failed
         try:
             if self._reserve is not None:
-                self._reserve.ensure(self._file, nbytes + _RESERVE_MARGIN)
+                self._reserve.ensure(self._file, nbytes + RESERVE_MARGIN)
             write()
             self._file.flush()
         except (OSError, RuntimeError) as exc:
-            reason, code = _reason(exc)
-            raise OutputWriteError(self.path, reason, errno=code, needed=nbytes) from None
+            self._failed = write_failure(self.path, exc, needed=nbytes, frames=None)
+            raise self._failed from None
 
     def write(self, point: int, start: int, stop: int, arrays: dict[str, np.ndarray]) -> None:
         """Write the per-system results of systems ``[start, stop)`` of ``point``,
@@ -388,6 +433,14 @@ class SweepWriter:
         self._guarded(nbytes, write)
         self.done[point, start:stop] = True
 
+    def append(self, item: TaskRows) -> bool:
+        """:meth:`write` one task's results; always True (written at once)."""
+        self.write(item.point, item.start, item.stop, item.arrays)
+        return True
+
+    def flush(self) -> None:
+        """Nothing to do: every task is flushed when written."""
+
     def write_stats(self, stats: dict[str, tuple[np.ndarray, tuple[str, ...]]]) -> None:
         """Write (or replace) the aggregated statistics: ``name -> (values, dims)``."""
         g = self._file["sweep/stats"]
@@ -408,9 +461,85 @@ class SweepWriter:
             return
         try:
             if complete:
+                if self._failed is not None:
+                    raise self._failed
                 self._file["parameters"].attrs["complete"] = np.int8(1)
                 self._file.flush()
+        except (OSError, RuntimeError) as exc:
+            close_quietly(self._file, self._reserve)
+            if isinstance(exc, OutputWriteError):
+                raise
+            raise write_failure(self.path, exc, frames=None) from None
         except BaseException:
-            _close_quietly(self._file, self._reserve)
+            close_quietly(self._file, self._reserve)
             raise
-        _close_file(self._file, self._reserve)
+        close_file(self._file, self._reserve)
+
+
+def sweep_bytes(layout: SweepLayout, systems: int) -> int:
+    """Rough bytes of ``systems`` systems' results on disk, and the statistics."""
+    per = sum(dt.itemsize * math.prod(extra) for extra, dt in layout.datasets().values())
+    return systems * per + 2**16
+
+
+class SweepKind:
+    """The sweep file kind (:class:`~particles.io.kinds.FileKind`): the layout of
+    this module; items are :class:`TaskRows`, counted in systems."""
+
+    name = KIND
+    description = "sweep"
+    command = "particles sweep"
+    reader = "particles.sweep.load"
+    unit = "systems"
+    resumable = True
+    error = SweepError
+
+    def can_open(self, f: h5py.File) -> bool:
+        return is_sweep(f)
+
+    def create(self, path: Path, spec: SweepLayout, *,
+               flush_interval: float = FLUSH_INTERVAL) -> SweepWriter:
+        return SweepWriter.create(path, spec)
+
+    def reopen(self, path: Path, spec: SweepLayout | None, *,
+               flush_interval: float = FLUSH_INTERVAL) -> SweepWriter:
+        return SweepWriter.reopen(path)
+
+    def summarize(self, path: Path) -> SweepHeader:
+        return read_header(path)
+
+    def expected(self, spec: SweepLayout) -> int:
+        return spec.points * spec.runs
+
+    def bytes_needed(self, spec: SweepLayout, items: int) -> int:
+        return sweep_bytes(spec, items)
+
+    def example(self) -> Example:
+        """Two grid points of 256 systems, 80 save times, tasks of 16 systems with
+        results drawn from the seed (point, start); its chunks are larger than
+        one task's rows (as a real sweep's are)."""
+        times = np.linspace(0.0, 8.0, 80)
+        layout = SweepLayout(
+            spec_json=json.dumps({"example": True}), seed=11, base_json="{}",
+            axes=(("beta", (1.0, 2.0)),), runs=256, times=times, deltas=(0.1, 0.01, 0.001),
+            levels=(0.5,), eps=0.05, max_n=8, max_pairs=28,
+            configs=(json.dumps({"beta": 1.0}), json.dumps({"beta": 2.0})))
+        shapes, size = layout.datasets(), 16
+
+        def items(summary: SweepHeader | None):
+            done = (np.zeros((layout.points, layout.runs), dtype=bool)
+                    if summary is None else summary.done)
+            for point in range(layout.points):
+                for start in range(0, layout.runs, size):
+                    if done[point, start:start + size].all():
+                        continue
+                    rng = np.random.default_rng((point, start))
+                    arrays = {k: rng.integers(0, 8, (size, *extra)).astype(dt)
+                              for k, (extra, dt) in shapes.items()}
+                    yield TaskRows(point, start, start + size, arrays)
+
+        return Example(layout, items)
+
+
+#: the sweep kind, registered.
+SWEEP = register(SweepKind())

@@ -30,6 +30,7 @@ from particles.meanfield.solver import (
     SolverState,
     initial_density,
     solve,
+    solve_frames,
 )
 from particles.meanfield.spectral import velocity
 from particles.meanfield.wasserstein import (
@@ -61,6 +62,7 @@ __all__ = [
     "rho_log_rho",
     "sample_density",
     "solve",
+    "solve_frames",
     "velocity",
     "w1_circle_densities",
     "w1_circle_density",

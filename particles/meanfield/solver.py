@@ -70,7 +70,7 @@ import itertools
 import json
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -503,6 +503,50 @@ def solve(config: MeanFieldConfig, *, state: SolverState | None = None,
         A ``state`` that does not fit the config (grid size, time beyond T).
     """
     M = int(config.modes)
+    frames: list[DensityFrame] = []
+    for fr in solve_frames(config, state=state):
+        frames.append(fr)
+        if on_frame is not None:
+            on_frame(fr)
+    if frames:
+        final = frames[-1].state
+    else:  # resumed at the last save time: nothing left to solve
+        final = _check_state(config, state)
+
+    def col(name: str) -> np.ndarray:
+        return np.array([getattr(f, name) for f in frames], dtype=np.float64)
+
+    return DensityResult(
+        config=config, theta=grid(M), times=col("time"),
+        rho=np.array([f.rho for f in frames]).reshape(len(frames), M),
+        mass=col("mass"), energy=col("energy"), dissipation=col("dissipation"),
+        min_density=col("min_density"), steps=final.steps, rejected=final.rejected,
+        final=final)
+
+
+def _check_state(config: MeanFieldConfig, state: SolverState) -> SolverState:
+    """``state`` checked against ``config`` (ValueError when it does not fit)."""
+    rho = np.array(state.rho, dtype=np.float64)
+    if rho.shape != (int(config.modes),):
+        raise ValueError(f"state has {rho.shape} grid points, the config {int(config.modes)}")
+    t, h = float(state.t), float(state.dt)
+    if not 0.0 <= t <= float(config.T) or not h > 0.0:
+        raise ValueError(f"state (t={t!r}, dt={h!r}) does not fit T = {float(config.T)!r}")
+    return SolverState(t=t, rho=rho, dt=h, steps=int(state.steps), rejected=int(state.rejected))
+
+
+def solve_frames(config: MeanFieldConfig, *, state: SolverState | None = None
+                 ) -> Iterator[DensityFrame]:
+    """The frames of :func:`solve`, each yielded as soon as it is computed.
+
+    Parameters and errors as :func:`solve` (a bad ``state`` raises when the
+    first frame is asked for).
+
+    Yields
+    ------
+    DensityFrame
+        At every save time after ``state.t`` (t = 0 included unless resuming).
+    """
     T = float(config.T)
     times = config.frame_times()
     stepper = _Stepper(config)
@@ -512,33 +556,10 @@ def solve(config: MeanFieldConfig, *, state: SolverState | None = None,
         h = float(config.dt0) if config.dt0 is not None else stepper.first_step(rho, T)
         pending = times
     else:
-        rho = np.array(state.rho, dtype=np.float64)
-        if rho.shape != (M,):
-            raise ValueError(f"state has {rho.shape} grid points, the config {M}")
-        t, h = float(state.t), float(state.dt)
-        steps, rejected = int(state.steps), int(state.rejected)
-        if not 0.0 <= t <= T or not h > 0.0:
-            raise ValueError(f"state (t={t!r}, dt={h!r}) does not fit T = {T!r}")
+        start = _check_state(config, state)
+        rho, t, h, steps, rejected = start.rho, start.t, start.dt, start.steps, start.rejected
         pending = times[times > t * (1 + 1e-14) + 1e-300]
-    frames: list[DensityFrame] = []
     warned = False
-
-    def emit(tf: float) -> None:
-        nonlocal warned
-        st = SolverState(t=tf, rho=rho.copy(), dt=h, steps=steps, rejected=rejected)
-        fr = _frame(config, tf, rho, st)
-        if fr.min_density < -POSITIVITY_TOL * float(rho.max()):
-            msg = (f"mean-field density lost positivity at t = {tf:.6g} "
-                   f"(min {fr.min_density:.3g}, max {rho.max():.3g}): raise modes or D")
-            if config.positivity == "raise":
-                raise IntegrationError(msg)
-            if config.positivity == "warn" and not warned:
-                warnings.warn(msg, RuntimeWarning, stacklevel=3)
-                warned = True
-        frames.append(fr)
-        if on_frame is not None:
-            on_frame(fr)
-
     max_steps = int(config.max_steps)
     u0 = k1 = None  # Fourier state and first stage of the current rho (kept over rejections)
     for tf in pending:
@@ -573,15 +594,14 @@ def solve(config: MeanFieldConfig, *, state: SolverState | None = None,
         # a step may end within `tiny` of tf: snap, so that an uninterrupted solve and one
         # resumed from this frame's state (t = tf) continue from the same time
         t = tf
-        emit(tf)
-    final = frames[-1].state if frames else SolverState(t=t, rho=rho.copy(), dt=h,
-                                                         steps=steps, rejected=rejected)
-
-    def col(name: str) -> np.ndarray:
-        return np.array([getattr(f, name) for f in frames], dtype=np.float64)
-
-    return DensityResult(
-        config=config, theta=grid(M), times=col("time"),
-        rho=np.array([f.rho for f in frames]).reshape(len(frames), M),
-        mass=col("mass"), energy=col("energy"), dissipation=col("dissipation"),
-        min_density=col("min_density"), steps=steps, rejected=rejected, final=final)
+        fr = _frame(config, tf, rho, SolverState(t=tf, rho=rho.copy(), dt=h, steps=steps,
+                                                 rejected=rejected))
+        if fr.min_density < -POSITIVITY_TOL * float(rho.max()):
+            msg = (f"mean-field density lost positivity at t = {tf:.6g} "
+                   f"(min {fr.min_density:.3g}, max {rho.max():.3g}): raise modes or D")
+            if config.positivity == "raise":
+                raise IntegrationError(msg)
+            if config.positivity == "warn" and not warned:
+                warnings.warn(msg, RuntimeWarning, stacklevel=2)
+                warned = True
+        yield fr

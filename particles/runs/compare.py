@@ -45,17 +45,12 @@ from numpy.typing import ArrayLike
 from particles.analysis.comparison import LABELS, ComparisonResult, ModelSummary, model_label
 from particles.config import SimulationConfig, check_names
 from particles.engine import collect, initial_positions, iter_frames
-from particles.errors import (
-    ComparisonFailed,
-    ComparisonInterrupted,
-    IntegrationError,
-    OutputPathError,
-)
+from particles.errors import ComparisonFailed, ComparisonInterrupted, OutputPathError
 from particles.fields import MODELS
-from particles.io.compare import ComparisonWriter, ModelWriter, load_comparison
+from particles.io.compare import COMPARISON, ComparisonSpec, ModelFrame, load_comparison
 from particles.plotting.compare import STYLES, comparison_figure, log_time, plot_comparison
 from particles.progress import Progress
-from particles.runs.session import OutputFile, check_output_path, guard, stopped
+from particles.runs.session import Stops, check_output_path, stopped, stream
 from particles.seeds import fresh_seed
 from particles.trajectory import Trajectory
 
@@ -285,46 +280,42 @@ def compare_models(
     if plot is not None:
         plot = check_output(plot, overwrite)
         if plot.resolve() == path.resolve():
-            raise OutputPathError(f"plot and out must be different files, both are {path}")
+            raise OutputPathError(f"plot and out must be different files, both are {path}", plot)
     # one draw for every model: with a named init every config would draw the
     # same positions from the shared seed anyway; this makes it true by construction
     X0 = initial_positions(next(iter(configs.values())), x0)
-    output = OutputFile(path, overwrite=overwrite)
-    writer = ComparisonWriter.create(output.writing, models=models, seed=seed)
     trajectories: dict[str, Trajectory] = {}
-    current: list[ModelWriter] = []
 
-    def close() -> int:
-        if current:
-            current.pop().close(complete=False)
-        writer.close(complete=False)
-        return writer.frames
-
-    def interrupted(kept: Path | None) -> ComparisonInterrupted:
-        return ComparisonInterrupted(stopped("comparison", "interrupted", path, kept), kept, path)
-
-    def failed(exc: IntegrationError, kept: Path | None) -> ComparisonFailed:
-        message = f"{exc}; " + stopped("comparison", "stopped", path, kept)
-        return ComparisonFailed(message, kept, path)
-
-    with guard(output, close, interrupted=interrupted, failed=failed, keep_on_error=False):
-        for m, config in configs.items():
-            current.append(writer.add_model(config))
-            frames = []
-            with Progress(config.T, enabled=progress, label=f"simulating {model_label(m)}") as bar:
+    def frames(spec: ComparisonSpec, _: None):
+        for m, config in spec.configs.items():
+            kept = []
+            label = f"simulating {model_label(m)}"
+            with Progress(config.T, enabled=progress, label=label) as bar:
                 for frame in iter_frames(config, X0, progress=bar.update):
-                    frames.append(frame)
-                    current[0].append(frame)
-                    if should_stop is not None and should_stop():
-                        raise KeyboardInterrupt
-            current.pop().close(complete=True)
-            trajectories[m] = collect(config, frames, complete=True)
-    writer.close(complete=True)
-    output.finish()
+                    kept.append(frame)
+                    yield ModelFrame(m, frame)
+            trajectories[m] = collect(config, kept, complete=True)
+
+    stream(COMPARISON, path, ComparisonSpec(configs, seed), frames, stops=STOPS,
+           overwrite=overwrite, should_stop=should_stop)
     result = ComparisonResult(path, trajectories, seed)
     if plot is not None:
         plot_comparison(result, plot, overwrite=overwrite)
     return result
+
+
+#: a comparison takes the target's name once every model ran; a stop keeps the
+#: frames in ``out`` (marked incomplete) unless ``out`` existed.
+STOPS = Stops(
+    "comparison",
+    promote_at=None,
+    interrupted=lambda path, kept, summary: ComparisonInterrupted(
+        stopped("comparison", "interrupted", path, kept, summary), kept, path, summary),
+    failed=lambda exc, path, kept, summary: ComparisonFailed(
+        f"{exc}; " + stopped("comparison", "stopped", path, kept, summary), kept, path,
+        summary),
+    keep_on_error=False,
+)
 
 
 def check_output(path: str | os.PathLike, overwrite: bool) -> Path:

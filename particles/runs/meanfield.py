@@ -1,8 +1,8 @@
 """The mean-field session: solve the PDE on the circle and stream the density to a file.
 
-:func:`run_meanfield_to_file` follows the one session policy of
-:mod:`particles.runs.session`, as :func:`particles.runs.run_to_file` does
-for particles:
+:func:`run_meanfield_to_file` is its rules (:data:`RESUME`, :data:`STOPS`)
+plus one call of the session driver :func:`particles.runs.session.stream`,
+as :func:`particles.runs.run_to_file` is for particles:
 
 * the target is checked before any work (:func:`~particles.runs.session.check_output_path`):
   an existing file is never replaced without ``overwrite``;
@@ -27,33 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
-from particles.errors import (
-    IntegrationError,
-    OutputWriteError,
-    ResumeMismatch,
-    RunFailed,
-    RunInterrupted,
-    TrajectoryFileError,
-)
-from particles.io.density import (
-    DensitySummary,
-    DensityWriter,
-    read_density_summary,
-    save_times,
-)
-from particles.io.h5md import FLUSH_INTERVAL
-from particles.meanfield import DensityFrame, MeanFieldConfig, solve
+from particles.errors import ResumeMismatch, TrajectoryFileError
+from particles.io.density import DENSITY, DensitySummary, save_times
+from particles.io.hdf5 import FLUSH_INTERVAL
+from particles.meanfield import MeanFieldConfig, solve_frames
 from particles.progress import Progress
-from particles.runs.session import (
-    OutputFile,
-    attach_summary,
-    check_output_path,
-    finish,
-    guard,
-    read_back,
-    remove_stale_partials,
-    resume_target,
-)
+from particles.runs.session import Resume, Stops, stream
+from particles.runs.session import resume_path as resume_kind
 
 __all__ = [
     "check_meanfield_resume",
@@ -61,13 +41,6 @@ __all__ = [
     "run_meanfield_to_file",
     "summary_line",
 ]
-
-
-def _has_frames(path: Path) -> bool:
-    try:
-        return read_density_summary(path).frames > 0
-    except TrajectoryFileError:
-        return False
 
 
 def meanfield_resume_path(path: str | Path) -> Path:
@@ -79,7 +52,7 @@ def meanfield_resume_path(path: str | Path) -> Path:
     OutputPathError
         Nothing to resume.
     """
-    return resume_target(path, _has_frames)
+    return resume_kind(DENSITY, path)
 
 
 def check_meanfield_resume(given: MeanFieldConfig, stored: MeanFieldConfig) -> None:
@@ -98,11 +71,6 @@ def check_meanfield_resume(given: MeanFieldConfig, stored: MeanFieldConfig) -> N
         raise ResumeMismatch(
             f"resume continues the stored configuration; given {diff}", differences
         )
-
-
-def _estimate(config: MeanFieldConfig, frames: int) -> int:
-    """Rough bytes of ``frames`` frames on disk."""
-    return frames * 8 * (config.modes + 8) + 2**16
 
 
 def run_meanfield_to_file(
@@ -161,95 +129,40 @@ def run_meanfield_to_file(
         Writing failed (disk full, file size limit): raised at once; ``kept``
         holds every frame written before, marked incomplete.
     """
-    if resume and not overwrite:
-        path = meanfield_resume_path(path)
-    path = check_output_path(path, overwrite=overwrite, resume=resume)
-    if resume:
-        stored = read_density_summary(path)
-        if config is not None:
-            check_meanfield_resume(config, stored.config)
-        if stored.complete:
-            return stored
-        config = stored.config
-        times = save_times(config)
-        if stored.frames > len(times) or stored.time != times[stored.frames - 1]:
-            raise TrajectoryFileError(
-                f"{path}: stored frame times do not match the configuration; cannot resume"
-            )
-        state = stored.state()
-        try:
-            writer = DensityWriter.reopen(path, flush_interval=flush_interval)
-        except OutputWriteError as exc:
-            exc.needed = _estimate(config, len(times) - stored.frames)
-            exc.summary, exc.path = stored, path
-            raise
-        output = OutputFile(path, overwrite=False, in_place=True)
-    else:
-        if config is None:
-            raise ValueError("config is required unless resume=True")
-        state = None
-        remove_stale_partials(path)
-        output = OutputFile(path, overwrite=overwrite)
-        try:
-            writer = DensityWriter.create(output.writing, config, flush_interval=flush_interval)
-        except OutputWriteError as exc:  # the new file is removed again
-            exc.path, exc.needed = path, _estimate(config, len(save_times(config)))
-            raise
-        except BaseException:
-            output.discard()
-            raise
-        output.claim()
-    expected = len(save_times(config))
+    if not resume and config is None:
+        raise ValueError("config is required unless resume=True")
 
-    def close() -> int:
-        # every frame computed (a signal after the last one): the file is complete
-        done = writer.failed is None and writer.frames + writer.pending == expected
-        writer.close(complete=done)
-        return writer.frames
+    def frames(config: MeanFieldConfig, stored: DensitySummary | None):
+        with Progress(config.T, enabled=progress, label="solving") as bar:
+            for frame in solve_frames(config, state=None if stored is None else stored.state()):
+                bar.update(float(frame.time))
+                yield frame
 
-    def interrupted(kept: Path | None) -> RunInterrupted:
-        summary = read_density_summary(kept) if kept else None
-        return RunInterrupted(path, summary, message=_stopped("interrupted", path, summary))
-
-    def failed(exc: IntegrationError, kept: Path | None) -> RunFailed:
-        summary = read_density_summary(kept) if kept else None
-        return RunFailed(f"{exc}; " + _stopped("stopped", path, summary), path, summary)
-
-    with Progress(config.T, enabled=progress, label="solving") as bar:
-
-        def on_frame(frame: DensityFrame) -> None:
-            wrote = writer.append(frame)
-            if writer.frames == 0 and not wrote:
-                writer.flush()  # frame 0 on disk at once: resume can continue it
-                wrote = True
-            if wrote:
-                if writer.frames > 1:
-                    output.promote()  # the first solved frame is on disk
-                output.check_owned()
-            bar.update(float(frame.time))
-            if (should_stop is not None and writer.frames + writer.pending < expected
-                    and should_stop()):
-                raise KeyboardInterrupt
-
-        try:
-            with guard(output, close, interrupted=interrupted, failed=failed):
-                solve(config, state=state, on_frame=on_frame)
-                held = finish(output, writer)  # never cut short
-        except OutputWriteError as exc:
-            attach_summary(exc, read_density_summary)
-            raise
-    result = read_back(output, read_density_summary,
-                       lambda r: _estimate(config, r.frames_expected - r.frames))
-    if held:
-        raise RunInterrupted(path, result, signum=held[0])
-    return result
+    return stream(DENSITY, path, config, frames, stops=STOPS,
+                  resume=RESUME if resume else None, overwrite=overwrite,
+                  flush_interval=flush_interval, should_stop=should_stop)
 
 
-def _stopped(how: str, path: Path, summary: DensitySummary | None) -> str:
-    if summary is None:
-        return f"mean-field solve {how}; {path} not written (an existing file is unchanged)"
-    return (f"mean-field solve {how}; {path} holds {summary.frames} of "
-            f"{summary.frames_expected} frames (t={summary.time:g}), marked incomplete")
+def _plan(stored: DensitySummary, given: MeanFieldConfig | None) -> MeanFieldConfig | None:
+    """The stored configuration, which continues the file (None: it is complete);
+    a ``given`` one must equal it."""
+    if given is not None:
+        check_meanfield_resume(given, stored.config)
+    if stored.complete:
+        return None
+    times = save_times(stored.config)
+    if stored.frames > len(times) or stored.time != times[stored.frames - 1]:
+        raise TrajectoryFileError(
+            f"{stored.path}: stored frame times do not match the configuration; cannot resume"
+        )
+    return stored.config
+
+
+#: a solve resumes its stored configuration, bit for bit.
+RESUME = Resume(_plan)
+
+#: promoted at the first solved frame (after t = 0).
+STOPS = Stops("mean-field solve", promote_at=2)
 
 
 def summary_line(s: DensitySummary) -> str:

@@ -1,12 +1,15 @@
 """Run a configuration straight into a trajectory file, safely.
 
 :func:`run_to_file` streams the frames of :func:`particles.engine.iter_frames`
-into an H5MD file (:mod:`particles.io.h5md`) with these guarantees:
+into an H5MD file (:mod:`particles.io.h5md`) through the one session driver
+(:func:`particles.runs.session.stream`); its own rules are how a run resumes
+(:data:`RESUME`: the stored configuration, or extended to a larger ``T``)
+and how it names its stops (:data:`STOPS`).  The guarantees:
 
 * An existing file is never overwritten without ``overwrite=True``, and the
   check happens before any work.
 * A new run writes to a hidden temporary file next to the target
-  (``.NAME.XXXXXXXX.partial``), which takes the target's name once its first
+  (``.NAME.PID@HOST.XXXXXXXX.partial``), which takes the target's name once its first
   integrated frame (frame 1) is on disk, or when the run ends.  So with
   ``overwrite=True`` the old file is replaced only once the new run has
   actually produced frames; a run that fails or is interrupted before that
@@ -53,31 +56,17 @@ from particles.analysis import DEFAULT_EPS, count_clusters
 from particles.analysis.comparison import is_spread
 from particles.config import SimulationConfig
 from particles.engine import initial_positions, iter_frames
-from particles.errors import (
-    IntegrationError,
-    OutputWriteError,
-    ResumeMismatch,
-    RunFailed,
-    RunInterrupted,
-)
+from particles.errors import ResumeMismatch, RunFailed, RunInterrupted
 from particles.io.h5md import (
     FLUSH_INTERVAL,
+    TRAJECTORY,
     RunSummary,
     TrajectoryFileError,
-    TrajectoryWriter,
     read_summary,
 )
 from particles.progress import Progress
-from particles.runs.session import (
-    OutputFile,
-    attach_summary,
-    check_output_path,
-    finish,
-    guard,
-    read_back,
-    remove_stale_partials,
-    resume_target,
-)
+from particles.runs.session import Resume, Stops, check_output_path, stream
+from particles.runs.session import resume_path as resume_kind
 
 __all__ = [
     "RunResult",
@@ -130,13 +119,6 @@ def summarize(path: Path) -> RunResult:
     return RunResult(**{f.name: getattr(s, f.name) for f in fields(RunSummary)})
 
 
-def _has_frames(path: Path) -> bool:
-    try:
-        return read_summary(path).frames > 0
-    except TrajectoryFileError:
-        return False
-
-
 def resume_path(path: str | Path) -> Path:
     """The file ``resume`` continues: ``path``, or the temporary file of a run
     killed before its first promotion, adopted under ``path``.
@@ -146,13 +128,7 @@ def resume_path(path: str | Path) -> Path:
     OutputPathError
         Nothing to resume.
     """
-    return resume_target(path, _has_frames)
-
-
-def _estimate(config: SimulationConfig, frames: int) -> int:
-    """Rough bytes of ``frames`` frames of ``config`` on disk (positions, observables)."""
-    systems = config.batch or 1
-    return frames * (8 * systems * (config.n * config.d + 8) + 16) + 2**16
+    return resume_kind(TRAJECTORY, path)
 
 
 def check_resume_config(given: SimulationConfig, stored: SimulationConfig) -> None:
@@ -292,107 +268,74 @@ def run_to_file(
         (an OutputPathError) Another run replaced the target while this one
         was writing it: this run lost.
     """
-    if resume and not overwrite:
-        path = resume_path(path)
-    path = check_output_path(path, overwrite=overwrite, resume=resume)
     if resume:
         if x0 is not None:
             raise ValueError("x0 cannot be given with resume (the file holds the positions)")
-        state = summarize(path)
-        extended = None
-        if config is not None:
-            given = config if config.seed is not None else config.replace(seed=state.config.seed)
-            if set(config_differences(given, state.config)) == {"T"}:
-                extended = check_extension(given, state.config)
-            else:
-                check_resume_config(config, state.config)
-        if state.complete and extended is None:
-            return state
-        config = state.config if extended is None else extended
-        times = config.output_times()
-        if state.frames > len(times) or state.time != times[state.frames - 1]:
-            raise TrajectoryFileError(
-                f"{path}: stored frame times do not match the configuration; cannot resume"
-            )
-        try:
-            writer = TrajectoryWriter.reopen(
-                path, flush_interval=flush_interval, config=extended
-            )
-        except OutputWriteError as exc:
-            exc.needed = _estimate(config, len(times) - state.frames)
-            exc.summary, exc.path = state, path
-            raise
-        X = state.final.reshape(config.batch or 1, config.n, config.d)
-        start, start_step, first = state.frames - 1, state.step, state.frames
-        counts = None
-        if "accepted_steps" in state.final_observables:
-            # adaptive step statistics continue from the last frame
-            counts = np.stack([np.atleast_1d(state.final_observables[k])
-                               for k in ("accepted_steps", "rejected_steps")], axis=-1)
-        output = OutputFile(path, overwrite=False, in_place=True)
+        spec = config
     else:
         if config is None:
             raise ValueError("config is required unless resume=True")
+        check_output_path(path, overwrite=overwrite)  # a bad target before any work
         if x0 is not None and config.init != "array":
             config = config.replace(init="array")
-        config = config.resolved()
-        X = initial_positions(config, x0)
-        start, start_step, first, counts = 0, 0, 0, None
-        remove_stale_partials(path)
-        output = OutputFile(path, overwrite=overwrite)
-        try:
-            writer = TrajectoryWriter.create(
-                output.writing, config, flush_interval=flush_interval
-            )
-        except OutputWriteError as exc:  # the new file is removed again
-            exc.path, exc.needed = path, _estimate(config, len(config.output_times()))
-            raise
-        except BaseException:
-            output.discard()
-            raise
-        output.claim()
-    expected = len(config.output_times())
+        spec = config.resolved()
+        x0 = initial_positions(spec, x0)
 
-    def close() -> int:
-        # every frame computed (a signal after the last one): the file is complete
-        done = writer.failed is None and writer.frames + writer.pending == expected
-        writer.close(complete=done)
-        return writer.frames
+    def frames(config: SimulationConfig, state: RunSummary | None):
+        if state is None:
+            X, start, start_step, counts = x0, 0, 0, None
+        else:
+            X = state.final.reshape(config.batch or 1, config.n, config.d)
+            start, start_step, counts = state.frames - 1, state.step, _step_counts(state)
+        with Progress(config.T, enabled=progress) as bar:
+            for frame in iter_frames(config, X, start=start, start_step=start_step,
+                                     step_counts=counts, progress=bar.update):
+                if state is None or frame.index >= state.frames:  # resuming yields it again
+                    yield frame
 
-    def interrupted(kept: Path | None) -> RunInterrupted:
-        return RunInterrupted(path, summarize(kept) if kept else None)
+    return stream(TRAJECTORY, path, spec, frames, stops=STOPS,
+                  resume=RESUME if resume else None, overwrite=overwrite,
+                  summarize=summarize, flush_interval=flush_interval,
+                  should_stop=should_stop)
 
-    def failed(exc: IntegrationError, kept: Path | None) -> RunFailed:
-        return RunFailed(str(exc), path, summarize(kept) if kept else None)
 
-    try:
-        with guard(output, close, interrupted=interrupted, failed=failed):
-            with Progress(config.T, enabled=progress) as bar:
-                for frame in iter_frames(
-                    config, X, start=start, start_step=start_step, step_counts=counts,
-                    progress=bar.update,
-                ):
-                    if frame.index < first:  # resuming from frame 0 yields it again
-                        continue
-                    wrote = writer.append(frame)
-                    if frame.index == 0 and not wrote:
-                        # frame 0 on disk at once: a run killed while it compiles
-                        # leaves a file that resume can continue
-                        writer.flush()
-                        wrote = True
-                    if wrote:
-                        if writer.frames > 1:
-                            output.promote()  # the first integrated frame is on disk
-                        output.check_owned()
-                    if (should_stop is not None and writer.frames + writer.pending < expected
-                            and should_stop()):
-                        raise KeyboardInterrupt
-            held = finish(output, writer)  # never cut short
-    except OutputWriteError as exc:
-        attach_summary(exc, summarize)
-        raise
-    result = read_back(output, summarize,
-                       lambda r: _estimate(config, r.frames_expected - r.frames))
-    if held:
-        raise RunInterrupted(path, result, signum=held[0])
-    return result
+def _step_counts(state: RunSummary) -> np.ndarray | None:
+    """Accepted and rejected steps of an adaptive run up to its last frame, (batch, 2)."""
+    if "accepted_steps" not in state.final_observables:
+        return None
+    return np.stack([np.atleast_1d(state.final_observables[k])
+                     for k in ("accepted_steps", "rejected_steps")], axis=-1)
+
+
+def _plan(state: RunSummary, given: SimulationConfig | None) -> SimulationConfig | None:
+    """The configuration that continues the file ``state`` describes (None: it is
+    complete as it is): the stored one, or extended to the given ``T``."""
+    extended = None
+    if given is not None:
+        given = given if given.seed is not None else given.replace(seed=state.config.seed)
+        if set(config_differences(given, state.config)) == {"T"}:
+            extended = check_extension(given, state.config)
+        else:
+            check_resume_config(given, state.config)
+    if state.complete and extended is None:
+        return None
+    config = state.config if extended is None else extended
+    times = config.output_times()
+    if state.frames > len(times) or state.time != times[state.frames - 1]:
+        raise TrajectoryFileError(
+            f"{state.path}: stored frame times do not match the configuration; cannot resume"
+        )
+    return config
+
+
+#: a run resumes the stored configuration, or extends it to a larger T.
+RESUME = Resume(_plan, replace=lambda state, config: config != state.config)
+
+#: a run's stops: promoted at its first integrated frame; the exceptions carry
+#: a RunResult of what was kept.
+STOPS = Stops(
+    "run",
+    promote_at=2,
+    interrupted=lambda path, kept, summary: RunInterrupted(path, summary),
+    failed=lambda exc, path, kept, summary: RunFailed(str(exc), path, summary),
+)

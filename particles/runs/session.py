@@ -1,58 +1,70 @@
-"""The one session policy: output-path check, temporary file, promotion, stops.
+"""The one session: output-path check, temporary file, promotion, stops, read-back.
 
-Every session that writes a file (:func:`particles.runs.run_to_file`,
-:func:`particles.runs.compare_models`, the PNG of
-:func:`particles.runs.compare_kernels`) follows these rules:
+:func:`stream` is the only place that knows the loop, the file and the stops
+together.  Every session that writes a file of a kind
+(:class:`~particles.io.kinds.FileKind`) is its own rules plus one call of it:
+:func:`particles.runs.run_to_file` (trajectories),
+:func:`particles.runs.meanfield.run_meanfield_to_file` (densities),
+:func:`particles.runs.compare_models` (comparisons) and
+:func:`particles.sweep.run.run_sweep` (sweeps).  The rules it applies:
 
 * :func:`check_output_path` runs before any work: an existing file is never
   replaced without ``overwrite``, its directory must exist and be writable;
-  ``resume`` needs the file.
+  ``resume`` needs the file (or the temporary file of a session killed
+  before its first promotion, adopted under the target's name:
+  :func:`resume_target`).
+* ``resume`` of a file asks the session's :class:`Resume` rule which spec
+  continues it (or that it is complete as it is), then reopens it in place.
 * A new file is written under a hidden temporary name next to the target
-  (``.NAME.PID@HOST.XXXXXXXX.partial``, :class:`OutputFile`) and takes the target's
-  name when :meth:`OutputFile.promote` is called (a run: once its first
-  integrated frame is on disk; a comparison: once every model ran).  Without
-  ``overwrite`` the rename refuses to replace a file that appeared meanwhile.
-  A resumed file is written in place.
-* Ctrl-C (``KeyboardInterrupt``) and :class:`~particles.errors.IntegrationError`
-  close the file (marked incomplete) inside :func:`guard`, keep the frames
-  written so far when the target does not exist (or the file was already
-  promoted), and propagate as :class:`~particles.errors.RunInterrupted` /
-  :class:`~particles.errors.RunFailed` (or the subclasses a session names),
-  whose ``kept`` is the file holding the frames, or None.
+  (``.NAME.PID@HOST.XXXXXXXX.partial``, :class:`OutputFile`), after the
+  stale temporary files of the same target are removed; it takes the
+  target's name once :attr:`Stops.promote_at` items are on disk (a run: its
+  first integrated frame; a sweep: its first task; a comparison: only when
+  complete).  Without ``overwrite`` the rename refuses to replace a file
+  that appeared meanwhile.  The first item is flushed at once, so a session
+  killed while it compiles leaves a file ``resume`` can continue.
+* Ctrl-C (``KeyboardInterrupt``, or ``should_stop`` returning True) and
+  :class:`~particles.errors.IntegrationError` close the file (marked
+  incomplete) inside :func:`guard`, keep the items written so far when the
+  target does not exist (or the file was already promoted), and propagate
+  as :class:`~particles.errors.RunInterrupted` /
+  :class:`~particles.errors.RunFailed` (or the subclasses a session names,
+  :class:`Stops`), whose ``kept`` is the file holding the items, or None.
 * A write failure (disk full, file size limit) is detected before the
-  batch reaches the file (:mod:`particles.io.h5md` reserves its space), the
-  file is closed with the frames written so far (never marked complete) and
+  batch reaches the file (:mod:`particles.io.hdf5` reserves its space), the
+  file is closed with the items written so far (never marked complete) and
   kept as on Ctrl-C; :class:`~particles.errors.OutputWriteError` propagates
-  with ``kept`` set and ``path`` naming the target.
+  with ``kept`` set, ``path`` naming the target, ``needed`` the free space
+  the whole file still needs and ``summary`` what the kept file holds.
 * Closing after a stop and finishing a complete file run with SIGINT and
   SIGTERM deferred (:func:`deferred_interrupts`), so a second Ctrl-C cannot
-  cut a close short or remove the frames.
+  cut a close short or remove the items; a signal held while the file was
+  finished is raised once the finished file is read back.
+* A finished file is read back and never reported complete unless it is.
 * A promoted file is checked to still be this session's file
   (:meth:`OutputFile.check_owned`): a session whose file another one
   replaced (both with ``overwrite``) stops with
   :class:`~particles.errors.OutputReplacedError`.
-* Temporary files carry the writer's process id and host in their name
-  (``.NAME.PID@HOST.XXXXXXXX.partial``).  A temporary file that no live
-  process writes is stale (:func:`stale_partials`): ``resume`` of a
-  target that does not exist adopts the newest stale one holding frames
-  (:func:`resume_target`), and a new run of the same target removes them,
-  each with a :class:`~particles.errors.StalePartialWarning`.  Only files
-  written on this host can be known to be stale (a process id means
-  nothing on another node of a cluster sharing the file system); those of
-  other hosts are never removed, and ``resume`` names them.
+* Temporary files carry the writer's process id and host in their name.  A
+  temporary file that no live process writes is stale
+  (:func:`stale_partials`): ``resume`` of a target that does not exist
+  adopts the newest stale one holding items (:func:`resume_target`), and a
+  new session of the same target removes them, each with a
+  :class:`~particles.errors.StalePartialWarning`.  Only files written on
+  this host can be known to be stale (a process id means nothing on another
+  node of a cluster sharing the file system); those of other hosts are
+  never removed, and ``resume`` names them.
 """
 
 from __future__ import annotations
 
 import glob
 import os
-import re
 import signal
-import socket
-import uuid
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,22 +76,33 @@ from particles.errors import (
     RunFailed,
     RunInterrupted,
     StalePartialWarning,
-    TrajectoryFileError,
+    Summary,
 )
-from particles.io.h5md import partial_owner
-from particles.paths import check_output_path
+from particles.io.hdf5 import FLUSH_INTERVAL, partial_owner
+from particles.io.kinds import FileKind, Writer
+from particles.paths import (
+    check_output_path,
+    host_name,
+    put_in_place,
+    temporary_path,
+    writer_of,
+)
 
 __all__ = [
     "OutputFile",
+    "Resume",
+    "Stops",
     "check_output_path",
     "deferred_interrupts",
     "foreign_partials",
     "guard",
-    "promote",
+    "host_name",
     "remove_stale_partials",
+    "resume_path",
     "resume_target",
     "stale_partials",
     "stopped",
+    "stream",
 ]
 
 
@@ -123,26 +146,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-#: the writer's process id and host in a temporary file's name.
-_WRITER = re.compile(r"\.(\d+)@([A-Za-z0-9-]+)\.[0-9a-f]{8}\.[^.]+$")
-
-
-def host_name() -> str:
-    """This machine's short host name, as temporary file names carry it."""
-    name = socket.gethostname().split(".")[0]
-    return re.sub(r"[^A-Za-z0-9-]", "-", name) or "localhost"
-
-
-def writer_tag() -> str:
-    """``PID@HOST`` of this process, for temporary file names."""
-    return f"{os.getpid()}@{host_name()}"
-
-
-def _writer(p: Path) -> tuple[int, str] | None:
-    m = _WRITER.search(p.name)
-    return None if m is None else (int(m.group(1)), m.group(2))
-
-
 def _partials(path: Path) -> list[Path]:
     """The temporary files of sessions writing ``path`` (newest first)."""
     pattern = f".{glob.escape(path.name)}.*.partial"
@@ -169,7 +172,7 @@ def stale_partials(path: str | os.PathLike) -> list[tuple[Path, str]]:
     for p in _partials(path):
         if partial_owner(p):
             continue
-        writer = _writer(p)
+        writer = writer_of(p)
         if writer is None:
             stale.append((p, "written by an unknown process"))
         elif writer[1] == host_name() and not _alive(writer[0]):
@@ -184,7 +187,7 @@ def foreign_partials(path: str | os.PathLike) -> list[tuple[Path, str]]:
     here = host_name()
     out = []
     for p in _partials(Path(path)):
-        writer = _writer(p)
+        writer = writer_of(p)
         if writer is not None and writer[1] != here:
             out.append((p, f"process {writer[0]} on {writer[1]}"))
     return out
@@ -235,7 +238,7 @@ def resume_target(path: str | os.PathLike, readable: Callable[[Path], bool]) -> 
     stale = [p for p, _ in stale_partials(path)]
     for candidate in stale:
         if readable(candidate):
-            promote(candidate, path, overwrite=False)
+            put_in_place(candidate, path, overwrite=False)
             remove_stale_partials(path)
             return path
     foreign = foreign_partials(path)
@@ -253,33 +256,6 @@ def resume_target(path: str | os.PathLike, readable: Callable[[Path], bool]) -> 
         )
     return check_output_path(path, resume=True)  # raises: does not exist
 
-
-
-def promote(temp: Path, target: Path, *, overwrite: bool) -> None:
-    """Give the temporary file the target's name (never clobbering without overwrite).
-
-    Raises
-    ------
-    OutputPathError
-        ``target`` appeared meanwhile and ``overwrite`` is False.
-    """
-    if overwrite:
-        os.replace(temp, target)
-        return
-    try:
-        os.link(temp, target)  # atomic: fails if the target exists
-    except FileExistsError:
-        raise OutputPathError(
-            f"{target} was created by someone else while this run started; not overwritten"
-        ) from None
-    except OSError:  # no hard links on this file system
-        if target.exists():
-            raise OutputPathError(
-                f"{target} was created by someone else while this run started; not overwritten"
-            ) from None
-        os.replace(temp, target)
-        return
-    os.unlink(temp)
 
 
 class OutputFile:
@@ -303,9 +279,7 @@ class OutputFile:
     ) -> None:
         self.path = Path(path)
         self.overwrite = overwrite
-        self.temp = None if in_place else self.path.with_name(
-            f".{self.path.name}.{writer_tag()}.{uuid.uuid4().hex[:8]}{suffix}"
-        )
+        self.temp = None if in_place else temporary_path(self.path, suffix)
         self.promoted = in_place
         self._identity: tuple[int, int] | None = None
         if in_place:
@@ -347,7 +321,7 @@ class OutputFile:
     def promote(self) -> None:
         """Give the temporary file the target's name (no-op once promoted)."""
         if not self.promoted:
-            promote(self.temp, self.path, overwrite=self.overwrite)
+            put_in_place(self.temp, self.path, overwrite=self.overwrite)
             self.promoted = True
 
     def finish(self) -> Path:
@@ -370,7 +344,7 @@ class OutputFile:
             return self.path if self.owned() else None
         if frames and not self.path.exists():
             try:
-                promote(self.temp, self.path, overwrite=False)
+                put_in_place(self.temp, self.path, overwrite=False)
                 self.promoted = True
                 return self.path
             except OutputPathError:  # someone else created it meanwhile
@@ -444,32 +418,301 @@ def guard(
         raise
 
 
-def stopped(what: str, how: str, path: Path, kept: Path | None, detail: Any = None) -> str:
-    """One line saying what a stopped session left behind."""
+def stopped(what: str, how: str, path: Path, kept: Path | None,
+            summary: Summary | None = None, detail: str | None = None) -> str:
+    """One line saying what a stopped session left behind.
+
+    ``"sweep interrupted; out.h5 holds 12 of 64 systems, marked incomplete"``,
+    or ``"... out.h5 not written (an existing file is unchanged)"`` when
+    nothing was kept; ``detail`` replaces what the kept file holds.
+    """
     if kept is None:
         return f"{what} {how}; {path} not written (an existing file is unchanged)"
-    return f"{what} {how}; {path} " + (detail or "holds the frames so far, marked incomplete")
+    held = detail or (f"{summary.describe()}, marked incomplete" if summary is not None
+                      else "holds the frames so far, marked incomplete")
+    return f"{what} {how}; {path} {held}"
 
 
-def finish(output: OutputFile, writer: Any) -> list[int]:
-    """Close ``writer`` complete and promote ``output``, never cut short by a signal.
+# ---------------------------------------------------------------- the session
+@dataclass(frozen=True)
+class Stops:
+    """How one session names its stops and when its file takes the target's name.
 
-    Returns the signals that arrived meanwhile (the caller raises
-    :class:`RunInterrupted` for them once the file is read back).
+    Attributes
+    ----------
+    what : str
+        The session in words, for messages (``"run"``, ``"sweep"``).
+    promote_at : int or None
+        Items of this session on disk before a new file takes the target's
+        name (None: only once complete).
+    interrupted : callable
+        ``interrupted(path, kept, summary) -> RunInterrupted`` (``kept``: the
+        file holding the items, or None; ``summary``: what it holds).
+    failed : callable
+        ``failed(error, path, kept, summary) -> RunFailed``.
+    keep_on_error : bool
+        Whether any other exception keeps the items as Ctrl-C does (it
+        propagates unchanged either way).
     """
-    with deferred_interrupts() as held:
-        output.check_owned()
-        writer.close(complete=True)
-        output.finish()
+
+    what: str
+    promote_at: int | None = 2
+    interrupted: Callable[[Path, Path | None, Summary | None], RunInterrupted] | None = None
+    failed: Callable[[IntegrationError, Path, Path | None, Summary | None], RunFailed] | None = None
+    keep_on_error: bool = True
+
+    def interruption(self, path: Path, kept: Path | None, summary: Summary | None,
+                     signum: int | None = None) -> RunInterrupted:
+        """The exception of a stop by Ctrl-C (``signum``: a signal held while
+        the file was finished)."""
+        if self.interrupted is not None:
+            exc = self.interrupted(path, kept, summary)
+        else:
+            exc = RunInterrupted(path, summary, kept=kept,
+                                 message=stopped(self.what, "interrupted", path, kept, summary))
+        exc.signum = signum
+        return exc
+
+    def failure(self, exc: IntegrationError, path: Path, kept: Path | None,
+                summary: Summary | None) -> RunFailed:
+        """The exception of a failed integration."""
+        if self.failed is not None:
+            return self.failed(exc, path, kept, summary)
+        return RunFailed(f"{exc}; " + stopped(self.what, "stopped", path, kept, summary),
+                         path, summary, kept=kept)
+
+
+@dataclass(frozen=True)
+class Resume:
+    """How one session continues a file.
+
+    Attributes
+    ----------
+    plan : callable
+        ``plan(summary, spec) -> spec or None``: the spec that continues the
+        file ``summary`` describes, given the caller's ``spec`` (None: the
+        stored one); None when the file is complete as it is.  Raises (a
+        :class:`~particles.errors.ResumeMismatch`, say) on a spec that cannot
+        continue it.
+    replace : callable, optional
+        ``replace(summary, spec) -> bool``: whether ``spec`` replaces the
+        stored one when the file is reopened (an extended run).
+    """
+
+    plan: Callable[[Summary, Any], Any]
+    replace: Callable[[Summary, Any], bool] | None = None
+
+
+def resume_path(kind: FileKind, path: str | os.PathLike) -> Path:
+    """The file ``resume`` of a ``kind`` file continues: ``path``, or the newest
+    stale temporary file of a session killed before its first promotion that
+    holds items, adopted under ``path`` (:func:`resume_target`).
+
+    Raises
+    ------
+    OutputPathError
+        Nothing to resume.
+    """
+
+    def readable(candidate: Path) -> bool:
+        try:
+            return kind.summarize(candidate).items > 0
+        except kind.error:
+            return False
+
+    return resume_target(path, readable)
+
+
+@dataclass
+class _Opened:
+    output: OutputFile
+    writer: Writer
+    spec: Any
+    summary: Summary | None  # what a resumed file held
+
+
+def _reopen(kind: FileKind, path: Path, spec: Any, resume: Resume,
+            summarize: Callable[[Path], Summary], flush_interval: float) -> _Opened | Summary:
+    """Reopen ``path`` to continue it, or its summary when it is complete as it is."""
+    summary = summarize(path)
+    plan = resume.plan(summary, spec)
+    if plan is None:
+        return summary
+    replace = resume.replace is not None and resume.replace(summary, plan)
+    try:
+        writer = kind.reopen(path, plan if replace else None, flush_interval=flush_interval)
+    except OutputWriteError as exc:
+        exc.needed = kind.bytes_needed(plan, kind.expected(plan) - summary.items)
+        exc.summary, exc.path = summary, path
+        raise
+    return _Opened(OutputFile(path, overwrite=False, in_place=True), writer, plan, summary)
+
+
+def _create(kind: FileKind, path: Path, spec: Any, overwrite: bool,
+            flush_interval: float) -> _Opened:
+    """A new file under a temporary name next to ``path`` (stale ones removed first)."""
+    remove_stale_partials(path)
+    output = OutputFile(path, overwrite=overwrite)
+    try:
+        writer = kind.create(output.writing, spec, flush_interval=flush_interval)
+    except OutputWriteError as exc:  # the new file is removed again; name the target
+        exc.path, exc.needed = path, kind.bytes_needed(spec, kind.expected(spec))
+        raise
+    except BaseException:
+        output.discard()
+        raise
+    output.claim()
+    return _Opened(output, writer, spec, None)
+
+
+def _write_all(opened: _Opened, items: Iterable[Any], expected: int, promote_at: int | None,
+               should_stop: Callable[[], bool] | None) -> None:
+    """Append every item; the first flushed at once, the target promoted when due."""
+    writer, output = opened.writer, opened.output
+    for appended, item in enumerate(items, start=1):
+        wrote = writer.append(item)
+        if writer.frames == 0 and not wrote:
+            # the first item on disk at once: a session killed while it compiles
+            # leaves a file that resume can continue
+            writer.flush()
+            wrote = True
+        if wrote:
+            if promote_at is not None and appended - writer.pending >= promote_at:
+                output.promote()
+            output.check_owned()
+        if (should_stop is not None and writer.frames + writer.pending < expected
+                and should_stop()):
+            raise KeyboardInterrupt
+
+
+def stream(
+    kind: FileKind,
+    path: str | os.PathLike,
+    spec: Any,
+    items: Callable[[Any, Summary | None], Iterable[Any]],
+    *,
+    stops: Stops,
+    resume: Resume | None = None,
+    overwrite: bool = False,
+    summarize: Callable[[Path], Summary] | None = None,
+    finishing: Callable[[Writer, Any], None] | None = None,
+    flush_interval: float = FLUSH_INTERVAL,
+    should_stop: Callable[[], bool] | None = None,
+) -> Summary:
+    """Write the items of one session into a file of ``kind``, by the rules above.
+
+    Parameters
+    ----------
+    kind : FileKind
+    path : str or path-like
+        The target.
+    spec : object
+        What the file holds (:meth:`FileKind.create`); with ``resume`` the
+        caller's spec to check against the stored one, or None.
+    items : callable
+        ``items(spec, summary)``: the items to write, from the start
+        (``summary`` None) or from the point a resumed file's ``summary``
+        describes.  An iterator it returns is closed when the session stops.
+    stops : Stops
+        The session's messages and promotion point.
+    resume : Resume, optional
+        Continue the file ``path`` (in place) by this rule.
+    overwrite : bool
+        Replace an existing target once :attr:`Stops.promote_at` items are on disk.
+    summarize : callable, optional
+        ``summarize(path) -> Summary`` of what a session reports (default
+        ``kind.summarize``).
+    finishing : callable, optional
+        ``finishing(writer, spec)``, run (signals held) after the last item and
+        before the file is marked complete (a sweep's statistics).
+    flush_interval : float
+        Seconds of wall time between writes to disk.
+    should_stop : callable, optional
+        Polled after every item; True stops the session as Ctrl-C does.
+
+    Returns
+    -------
+    Summary
+        What the finished file holds, read back (``complete`` True).
+
+    Raises
+    ------
+    OutputPathError, ValueError
+        Before any work: a bad target, nothing to resume, a spec that cannot
+        continue the file.
+    RunInterrupted, RunFailed, OutputWriteError, OutputReplacedError
+        As the module docstring says.
+    """
+    summarize = summarize or kind.summarize
+    path = Path(path)
+    if resume is not None and not overwrite:
+        path = resume_path(kind, path)
+    path = check_output_path(path, overwrite=overwrite, resume=resume is not None,
+                             resumable=kind.resumable)
+    if resume is not None:
+        opened = _reopen(kind, path, spec, resume, summarize, flush_interval)
+        if not isinstance(opened, _Opened):
+            return opened
+    else:
+        opened = _create(kind, path, spec, overwrite, flush_interval)
+    expected = kind.expected(opened.spec)
+    needed = lambda done: kind.bytes_needed(opened.spec, expected - done)  # noqa: E731
+    held = _run(opened, items, expected, stops, summarize, finishing, should_stop, needed)
+    result = read_back(opened.output, summarize, lambda r: needed(r.items))
+    if held:
+        raise stops.interruption(path, path, result, signum=held[0])
+    return result
+
+
+def _run(opened: _Opened, items, expected: int, stops: Stops, summarize, finishing,
+         should_stop, needed) -> list[int]:
+    """Write every item and finish the file; the signals held while finishing."""
+    output, writer = opened.output, opened.writer
+
+    def close() -> int:
+        # every item written (a signal after the last one): the file is complete
+        # (not when a finishing step is still to run)
+        done = (finishing is None and writer.failed is None
+                and writer.frames + writer.pending == expected)
+        writer.close(complete=done)
+        return writer.frames
+
+    def summary_of(kept: Path | None) -> Summary | None:
+        return summarize(kept) if kept is not None else None
+
+    source = None
+    try:
+        with guard(output, close,
+                   interrupted=lambda kept: stops.interruption(output.path, kept,
+                                                               summary_of(kept)),
+                   failed=lambda exc, kept: stops.failure(exc, output.path, kept,
+                                                          summary_of(kept)),
+                   keep_on_error=stops.keep_on_error):
+            source = items(opened.spec, opened.summary)
+            _write_all(opened, source, expected, stops.promote_at, should_stop)
+            with deferred_interrupts() as held:  # finishing is never cut short
+                output.check_owned()
+                if finishing is not None:
+                    finishing(writer, opened.spec)
+                writer.close(complete=True)
+                output.finish()
+    except OutputWriteError as exc:
+        attach_summary(exc, summarize)
+        # what the whole file still needs, not only the write that failed
+        exc.needed = needed(exc.summary.items if exc.summary is not None else 0)
+        raise
+    finally:
+        close_items = getattr(source, "close", None)
+        if close_items is not None:
+            close_items()
     return held
 
 
-def read_back(output: OutputFile, summarize: Callable[[Path], Any],
-              needed: Callable[[Any], int]) -> Any:
+def read_back(output: OutputFile, summarize: Callable[[Path], Summary],
+              needed: Callable[[Summary], int]) -> Summary:
     """The summary of the finished file, read back: never report complete what is not.
 
-    ``summarize`` is the file kind's reader (``path -> summary`` with ``complete``);
-    ``needed(summary)`` the bytes still to write, for the error.
+    ``needed(summary)`` is the bytes still to write, for the error.
 
     Raises
     ------
@@ -483,10 +726,11 @@ def read_back(output: OutputFile, summarize: Callable[[Path], Any],
                                kept=output.path, summary=result, needed=needed(result))
     return result
 
-def attach_summary(exc: OutputWriteError, summarize: Callable[[Path], Any]) -> None:
+
+def attach_summary(exc: OutputWriteError, summarize: Callable[[Path], Summary]) -> None:
     """Give a write error the summary of the file it kept, when that file is readable."""
     if exc.kept is not None and exc.summary is None:
         try:
             exc.summary = summarize(exc.kept)
-        except TrajectoryFileError:
+        except (ValueError, OSError):  # the kind's reader refuses it
             pass

@@ -34,13 +34,16 @@ import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from particles.config import SimulationConfig
 from particles.errors import SweepError
 from particles.seeds import fresh_seed, sweep_point_seed
+
+if TYPE_CHECKING:
+    from particles.io.sweep import SweepLayout
 
 __all__ = [
     "DEFAULT_DELTAS",
@@ -413,6 +416,22 @@ class SweepSpec:
     def to_json(self) -> str:
         """:meth:`to_dict` as a JSON string."""
         return json.dumps(self.to_dict(), sort_keys=True)
+
+    def layout(self) -> SweepLayout:
+        """What the sweep file of this (resolved) sweep holds
+        (:class:`particles.io.sweep.SweepLayout`)."""
+        from particles.io.sweep import SweepLayout  # the file layer loads h5py: not for grids
+
+        if self.seed is None:
+            raise SweepError("a sweep is resolved (concrete seed) before its file is made")
+        first = self.config(0)
+        return SweepLayout(
+            spec_json=self.to_json(), seed=int(self.seed),
+            base_json=json.dumps(self.to_dict()["base"], sort_keys=True), axes=self.axes,
+            runs=self.runs, times=self.times, deltas=self.deltas, levels=self.levels,
+            eps=self.eps, max_n=self.max_n, max_pairs=self.max_n * (self.max_n - 1) // 2,
+            configs=tuple(self.config(p).to_json() for p in range(self.points)),
+            positions=(first.n, first.d) if self.positions else None)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SweepSpec:

@@ -1,6 +1,8 @@
 """The sweep session: plan the tasks, run them on a backend, write them as they finish.
 
-:func:`run_sweep` follows the session policy of :mod:`particles.runs.session`:
+:func:`run_sweep` is its rules (how a sweep resumes, :data:`STOPS`, the
+statistics written before the file is marked complete) plus one call of the
+session driver :func:`particles.runs.session.stream`:
 
 * the output path is checked before any work; an existing file is never
   replaced without ``overwrite``;
@@ -30,24 +32,20 @@ from pathlib import Path
 
 import numpy as np
 
-from particles.errors import (
-    IntegrationError,
-    OutputWriteError,
-    RunFailed,
-    RunInterrupted,
-    SweepError,
+from particles.errors import RunFailed, RunInterrupted, SweepError
+from particles.io.sweep import (
+    SWEEP,
+    SweepHeader,
+    SweepLayout,
+    SweepWriter,
+    TaskRows,
+    open_sweep,
+    read_header,
+    read_systems,
 )
-from particles.io.sweep import SweepWriter, open_sweep, read_header, read_systems
 from particles.progress import Progress
 from particles.runs.estimate import SECONDS_PER_PAIR_OP, Estimate, estimate
-from particles.runs.session import (
-    OutputFile,
-    check_output_path,
-    deferred_interrupts,
-    guard,
-    remove_stale_partials,
-    resume_target,
-)
+from particles.runs.session import Resume, Stops, stream
 from particles.sweep.aggregate import STATS, aggregate_point
 from particles.sweep.backends import Backend, make_backend
 from particles.sweep.grid import SweepSpec
@@ -82,6 +80,20 @@ class SweepResult:
     systems_run: int
     complete: bool
     seconds: float
+
+    @property
+    def items(self) -> int:
+        """Systems done (all of them: the :class:`~particles.errors.Summary` protocol)."""
+        return self.spec.points * self.spec.runs if self.complete else 0
+
+    @property
+    def items_expected(self) -> int:
+        """Systems of the sweep."""
+        return self.spec.points * self.spec.runs
+
+    def describe(self) -> str:
+        """``"holds 64 of 64 systems"``."""
+        return f"holds {self.items} of {self.items_expected} systems"
 
 
 def default_chunk(spec: SweepSpec, workers: int) -> int:
@@ -165,10 +177,6 @@ def _arrays(result: TaskResult) -> dict[str, np.ndarray]:
     return out
 
 
-def _configs(spec: SweepSpec) -> list[str]:
-    return [spec.config(p).to_json() for p in range(spec.points)]
-
-
 def _check_same(given: SweepSpec, stored: SweepSpec, path: Path) -> None:
     a, b = given.to_dict(), stored.to_dict()
     diff = [k for k in a if a[k] != b.get(k)]
@@ -178,16 +186,10 @@ def _check_same(given: SweepSpec, stored: SweepSpec, path: Path) -> None:
                          f"from it: {parts}")
 
 
-def _readable(path: Path) -> bool:
-    try:
-        read_header(path)
-        return True
-    except (SweepError, OSError):
-        return False
-
-
-def write_statistics(writer: SweepWriter, spec: SweepSpec) -> None:
+def write_statistics(writer: SweepWriter, spec: SweepSpec | SweepLayout) -> None:
     """Aggregate every grid point's stored results and write the statistics."""
+    if isinstance(spec, SweepLayout):
+        spec = SweepSpec.from_json(spec.spec_json)
     f = writer.file
     times = spec.times
     stats: dict[str, list[np.ndarray]] = {k: [] for k in STATS}
@@ -260,106 +262,83 @@ def run_sweep(
         Disk full; the file keeps the finished tasks.
     """
     t0 = time.perf_counter()
-    path = Path(path)
     if chunk is not None and (isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1):
         raise SweepError(f"--chunk must be a positive integer, got {chunk!r}")
-    if resume:
-        if overwrite:
-            raise SweepError("--resume continues a sweep in place; it excludes --overwrite")
-        path = resume_target(path, _readable)
-        header = read_header(path)
-        stored = SweepSpec.from_json(header.spec)
-        if spec is not None:
-            given = spec if spec.seed is not None else spec.replace(seed=stored.seed)
-            _check_same(given, stored, path)
-        spec = stored
-        if header.complete:
-            return SweepResult(path, spec, 0, 0, True, time.perf_counter() - t0)
-        writer = SweepWriter.reopen(path)
-        output = OutputFile(path, overwrite=False, in_place=True)
-    else:
-        if spec is None:
-            raise ValueError("spec is required unless resume=True")
-        path = check_output_path(path, overwrite=overwrite)
-        spec = spec.resolved()
-        remove_stale_partials(path)
-        output = OutputFile(path, overwrite=overwrite)
-        first = spec.config(0)
-        try:
-            writer = SweepWriter.create(
-                output.writing, spec_json=spec.to_json(), seed=int(spec.seed),
-                base_json=_base_json(spec), axes=spec.axes, runs=spec.runs, times=spec.times,
-                deltas=spec.deltas, levels=spec.levels, eps=spec.eps, max_n=spec.max_n,
-                max_pairs=spec.max_n * (spec.max_n - 1) // 2, configs=_configs(spec),
-                positions=(first.n, first.d) if spec.positions else None)
-        except OutputWriteError as exc:
-            exc.path = path
-            raise
-        except BaseException:
-            output.discard()
-            raise
-        output.claim()
+    if resume and overwrite:
+        raise SweepError("--resume continues a sweep in place; it excludes --overwrite")
+    if not resume and spec is None:
+        raise ValueError("spec is required unless resume=True")
+    given = None if spec is None else (spec if resume else spec.resolved())
+    counts = {"tasks": 0, "systems": 0}
 
-    own_backend = backend is None
-    done_before = int(writer.done.sum())
-    tasks_run = systems_run = 0
+    def results(layout: SweepLayout, header: SweepHeader | None):
+        sweep = SweepSpec.from_json(layout.spec_json)
+        done = (np.zeros((sweep.points, sweep.runs), dtype=bool) if header is None
+                else header.done)
+        yield from _run_tasks(sweep, done, backend, chunk, progress, counts)
 
-    def close() -> int:
-        writer.close(complete=False)
-        return int(writer.done.sum())
+    header = stream(SWEEP, path, None if given is None else given.layout(), results,
+                    stops=STOPS, resume=_resume(given) if resume else None,
+                    overwrite=overwrite, finishing=write_statistics,
+                    should_stop=should_stop)
+    return SweepResult(Path(header.path), SweepSpec.from_json(header.spec), counts["tasks"],
+                       counts["systems"], True, time.perf_counter() - t0)
 
-    def interrupted(kept: Path | None) -> RunInterrupted:
-        return RunInterrupted(path, kept=kept,
-                              message=f"sweep interrupted; {_held(kept, spec, writer)}")
 
-    def failed(exc: IntegrationError, kept: Path | None) -> RunFailed:
-        return RunFailed(f"{exc}; {_held(kept, spec, writer)}", path, kept=kept)
-
+def _run_tasks(spec: SweepSpec, done: np.ndarray, backend: Backend | None, chunk: int | None,
+               progress: bool, counts: dict[str, int]):
+    """The results of the systems not done, as they finish (:class:`TaskRows`), on
+    ``backend`` (one made here is closed at the end; a given one is left open)."""
+    own = backend is None
     try:
-        with guard(output, close, interrupted=interrupted, failed=failed):
-            if backend is None:
-                backend = make_backend()
-            fit = getattr(backend, "fit", None)
-            if fit is not None:  # a local backend picks its processes for this sweep
-                left = spec.points * spec.runs - done_before
-                fit(sweep_estimate(spec).seconds * left / (spec.points * spec.runs), left)
-            size = chunk or default_chunk(spec, backend.workers)
-            tasks = plan_tasks(spec, writer.done, int(size))
-            total = spec.points * spec.runs
-            with Progress(total, enabled=progress, label="sweep (systems)") as bar:
-                bar.update(done_before)
-                for task, result in backend.map_unordered(run_task, tasks):
-                    writer.write(task.point, task.start, task.stop, _arrays(result))
-                    tasks_run += 1
-                    systems_run += task.systems
-                    output.promote()  # the first task is on disk
-                    output.check_owned()
-                    bar.update(done_before + systems_run)
-                    if (should_stop is not None and tasks_run < len(tasks) and should_stop()):
-                        raise KeyboardInterrupt
-            with deferred_interrupts():  # finishing is never cut short
-                write_statistics(writer, spec)
-                output.check_owned()
-                writer.close(complete=True)
-                output.finish()
+        if own:
+            backend = make_backend()
+        before, total = int(done.sum()), spec.points * spec.runs
+        fit = getattr(backend, "fit", None)
+        if fit is not None:  # a local backend picks its processes for this sweep
+            fit(sweep_estimate(spec).seconds * (total - before) / total, total - before)
+        tasks = plan_tasks(spec, done, int(chunk or default_chunk(spec, backend.workers)))
+        with Progress(total, enabled=progress, label="sweep (systems)") as bar:
+            bar.update(before)
+            for task, result in backend.map_unordered(run_task, tasks):
+                yield TaskRows(task.point, task.start, task.stop, _arrays(result))
+                counts["tasks"] += 1
+                counts["systems"] += task.systems
+                bar.update(before + counts["systems"])
     finally:
-        if own_backend and backend is not None:
+        if own and backend is not None:
             backend.close()
-    return SweepResult(path, spec, tasks_run, systems_run, True, time.perf_counter() - t0)
 
 
-def _held(kept: Path | None, spec: SweepSpec, writer: SweepWriter) -> str:
-    if kept is None:
+def _resume(given: SweepSpec | None) -> Resume:
+    """A sweep resumes the stored sweep (a given one must equal it, seed aside)."""
+
+    def plan(header: SweepHeader, _layout) -> SweepLayout | None:
+        stored = SweepSpec.from_json(header.spec)
+        if given is not None:
+            same = given if given.seed is not None else given.replace(seed=stored.seed)
+            _check_same(same, stored, header.path)
+        return None if header.complete else stored.layout()
+
+    return Resume(plan)
+
+
+def _held_line(path: Path, kept: Path | None, header: SweepHeader | None) -> str:
+    if kept is None or header is None:
         return "no task finished; nothing kept (an existing file is unchanged)"
-    done = int(writer.done.sum())
-    return (f"{kept} holds {done} of {spec.points * spec.runs} systems, marked incomplete; "
+    return (f"{kept} {header.describe()}, marked incomplete; "
             "rerun the command with --resume to finish it")
 
 
-def _base_json(spec: SweepSpec) -> str:
-    import json
-
-    return json.dumps(spec.to_dict()["base"], sort_keys=True)
+#: a sweep takes the target's name once its first task is on disk.
+STOPS = Stops(
+    "sweep",
+    promote_at=1,
+    interrupted=lambda path, kept, header: RunInterrupted(
+        path, header, kept=kept, message=f"sweep interrupted; {_held_line(path, kept, header)}"),
+    failed=lambda exc, path, kept, header: RunFailed(
+        f"{exc}; {_held_line(path, kept, header)}", path, header, kept=kept),
+)
 
 
 def read_spec(path: str | Path) -> SweepSpec:
