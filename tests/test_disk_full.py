@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -268,3 +269,31 @@ def test_tmpfs_analyze_on_a_full_disk_keeps_the_trajectory(tmpfs):
     filler.unlink()
     assert not analysis_path(path).exists()
     np.testing.assert_array_equal(load(path).positions[-1], read_summary(path).final)
+
+
+#: a sweep whose tasks write into chunks (about 1 MiB) larger than one task's rows
+SWEEP = ("sweep --beta 1,2,3 --d 2 --n 8 --runs 512 --T 30 --dt 0.1 --integrator euler "
+         "--save-every 2 --chunk 64 --seed 9 --processes 1").split()
+
+
+def test_a_full_disk_during_a_sweep_is_one_line_and_resume_finishes(tmp_path):
+    """A file size limit mid-sweep used to segfault after pages of h5py tracebacks
+    and leave an unreadable file: HDF5 allocates a whole chunk at its first
+    write, more than the task's rows that were reserved."""
+    done = tmp_path / "done"
+    done.mkdir()
+    assert particles(*SWEEP, "--out", "s.h5", cwd=done).returncode == 0
+    size = (done / "s.h5").stat().st_size
+    p = particles(*SWEEP, "--out", "s.h5", cwd=tmp_path, limit=size // 2)
+    line = one_error_line(p, "s.h5", "systems, marked incomplete", "free space is needed",
+                          "--resume")
+    kept = tmp_path / "s.h5"
+    needed = float(line.split("about ")[1].split(" MiB")[0]) * 2**20
+    assert needed >= 0.8 * (size - kept.stat().st_size)  # the whole sweep's, not one task's
+    info = particles("info", "s.h5", cwd=tmp_path)
+    assert info.returncode == 0 and "incomplete" in info.stdout, info.stderr
+    resumed = particles(*SWEEP, "--out", "s.h5", "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0 and "complete" in resumed.stdout, resumed.stderr
+    with h5py.File(done / "s.h5", "r") as a, h5py.File(kept, "r") as b:
+        for name, ds in a["sweep/systems"].items():
+            assert np.array_equal(ds[()], b["sweep/systems"][name][()], equal_nan=True), name

@@ -35,8 +35,11 @@ Crash safety: a task's results are written, then its systems' ``done``
 flags, then the file is flushed (``H5Fflush``); a process killed at any
 moment leaves a file whose ``done`` systems are all on disk.  Disk space
 for each task is reserved before HDF5 writes a byte (as for trajectories,
-:class:`particles.io.hdf5.Reserve`), so a full disk stops the sweep with
-:class:`~particles.errors.OutputWriteError` and leaves the file usable.
+:class:`particles.io.hdf5.Reserve`): every chunk the task is the first to
+touch, whole, since HDF5 allocates a chunk at its first write however few
+rows go into it, plus a margin for metadata.  So a full disk stops the
+sweep with :class:`~particles.errors.OutputWriteError` before the file
+changes, and leaves it readable and resumable.
 Per-system datasets are chunked by systems and allocated as they are
 written: an unfinished sweep takes the room of its finished systems.
 """
@@ -422,7 +425,7 @@ class SweepWriter:
             Disk full or another write failure; nothing of this task is marked done.
         """
         g = self._file["sweep/systems"]
-        nbytes = sum(g[k].dtype.itemsize * np.asarray(v).size for k, v in arrays.items())
+        nbytes = self._allocation(point, start, stop, [g[k] for k in arrays])
 
         def write() -> None:
             for k, v in arrays.items():
@@ -432,6 +435,21 @@ class SweepWriter:
 
         self._guarded(nbytes, write)
         self.done[point, start:stop] = True
+
+    def _allocation(self, point: int, start: int, stop: int, datasets: list[h5py.Dataset]
+                    ) -> int:
+        """Bytes HDF5 allocates to write systems ``[start, stop)`` of ``point``: every
+        chunk of the datasets (and of the done flags) that no system written before
+        touches is allocated whole at its first write (a 1 MiB chunk for a task of
+        a few systems), the others are written in place."""
+        total = 0
+        for ds in [*datasets, self._file["sweep/done"]]:
+            per = ds.chunks[1]  # systems per chunk
+            whole = ds.dtype.itemsize * math.prod(ds.chunks)
+            for c in range(start // per, (stop - 1) // per + 1):
+                if not self.done[point, c * per:(c + 1) * per].any():
+                    total += whole
+        return total
 
     def append(self, item: TaskRows) -> bool:
         """:meth:`write` one task's results; always True (written at once)."""
@@ -477,9 +495,22 @@ class SweepWriter:
 
 
 def sweep_bytes(layout: SweepLayout, systems: int) -> int:
-    """Rough bytes of ``systems`` systems' results on disk, and the statistics."""
-    per = sum(dt.itemsize * math.prod(extra) for extra, dt in layout.datasets().values())
-    return systems * per + 2**16
+    """Rough bytes of ``systems`` more systems' results on disk, and the statistics.
+
+    Per-system datasets are allocated in whole chunks (of up to 1 MiB, over
+    several systems), so a system costs its rows scaled by the chunking of
+    the whole file; the statistics (written at the end) are counted in full.
+    """
+    points, runs, F = layout.points, layout.runs, len(layout.times)
+    per = 0.0
+    for extra, dt in layout.datasets().values():
+        shape = (points, runs, *extra)
+        chunk = _chunks(shape, dt.itemsize)[1]
+        allocated = math.ceil(runs / chunk) * chunk
+        per += dt.itemsize * math.prod(extra) * allocated / runs
+    stats = 16 * points * runs + 8 * points * F * (
+        len(layout.deltas) + len(layout.levels) + layout.max_n + 8)
+    return int(systems * per) + stats + 2**16
 
 
 class SweepKind:
