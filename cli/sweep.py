@@ -233,16 +233,13 @@ def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
 def export(path: Path, csv_out: Path, variables: str | None, overwrite: bool) -> None:
     """Write the statistics of a finished sweep as a tidy CSV table."""
     from particles.errors import OutputPathError, SweepError
-    from particles.paths import check_output_path
     from particles.sweep.dataset import export_csv
 
-    try:
-        check_output_path(csv_out, overwrite=overwrite)
-    except OutputPathError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--csv'") from None
     names = None if variables is None else tuple(v.strip() for v in variables.split(","))
     try:
-        rows = export_csv(path, csv_out, variables=names)
+        rows = export_csv(path, csv_out, variables=names, overwrite=overwrite)
+    except OutputPathError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--csv'") from None
     except SweepError as exc:
         _fail(exc)
     click.echo(str(csv_out))

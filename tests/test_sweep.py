@@ -430,6 +430,30 @@ def test_sigkill_then_resume_gives_the_uninterrupted_file(reference, tmp_path):
     assert export_csv(out, tmp_path / "k.csv") > 0
 
 
+def test_export_never_replaces_the_sweep_it_reads(reference, tmp_path):
+    """``sweep export s.h5 --csv s.h5 --overwrite`` used to replace the sweep by
+    the CSV; through a link or a hard link too.  The CSV is written under a
+    temporary name and renamed into place."""
+    import shutil
+
+    sweep = tmp_path / "s.h5"
+    shutil.copy(reference, sweep)
+    (tmp_path / "link.csv").symlink_to(sweep)
+    (tmp_path / "hard.csv").hardlink_to(sweep)
+    before = contents(sweep)
+    for target in (sweep, tmp_path / "link.csv", tmp_path / "hard.csv"):
+        usage_error(invoke("sweep", "export", sweep, "--csv", target, "--overwrite"),
+                    "--csv", "is the sweep file")
+    assert_same(contents(sweep), before)
+    csv = tmp_path / "k.csv"
+    csv.write_text("old")
+    usage_error(invoke("sweep", "export", sweep, "--csv", csv), "exists")
+    assert csv.read_text() == "old"
+    ok(invoke("sweep", "export", sweep, "--csv", csv, "--overwrite"))
+    assert csv.read_text().startswith("variable,")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.csv", "k.csv", "link.csv", "s.h5"]
+
+
 def test_simulation_config_fields_are_sweep_options():
     from particles_cli.sweep import sweep as command
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from particles.errors import SweepError
+from particles.errors import OutputPathError, SweepError
 from particles.io.sweep import open_sweep, read_stats, sweep_error
+from particles.paths import check_output_path, put_in_place, same_file, temporary_path
 
 __all__ = ["export_csv", "load"]
 
@@ -77,8 +78,8 @@ def load(path: str | Path) -> Any:
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
-def export_csv(path: str | Path, out: str | Path, *, variables: tuple[str, ...] | None = None
-               ) -> int:
+def export_csv(path: str | Path, out: str | Path, *, variables: tuple[str, ...] | None = None,
+               overwrite: bool = False) -> int:
     """Write the statistics of a sweep as one tidy CSV table.
 
     One row per value: the column ``variable`` names the statistic, one
@@ -94,14 +95,29 @@ def export_csv(path: str | Path, out: str | Path, *, variables: tuple[str, ...] 
         CSV file to write.
     variables : tuple of str, optional
         Statistics to export (default: all).
+    overwrite : bool
+        Replace an existing ``out`` (never the sweep file itself, whatever
+        name or link leads to it).
 
     Returns
     -------
     int
         Rows written.
+
+    Raises
+    ------
+    OutputPathError
+        ``out`` exists (without ``overwrite``), is the sweep file, or its
+        directory cannot be written.
+    SweepError
+        ``path`` is not a finished sweep, or an unknown statistic.
     """
     import pandas as pd
 
+    if same_file(path, out):
+        raise OutputPathError(f"{out} is the sweep file {path} itself; the export would "
+                              "replace it (give another file)", out)
+    out = check_output_path(out, overwrite=overwrite, resumable=False)
     ds = load(path)
     names = tuple(ds.data_vars) if variables is None else variables
     unknown = [v for v in names if v not in ds.data_vars]
@@ -122,5 +138,10 @@ def export_csv(path: str | Path, out: str | Path, *, variables: tuple[str, ...] 
     for c in ds.coords:
         if ds[c].dtype.kind in "iu":  # integer coordinates stay integers (empty: missing)
             table[c] = table[c].astype("Int64")
-    table.to_csv(out, index=False)
+    temp = temporary_path(out, ".csv")  # the old file stays until the new one is whole
+    try:
+        table.to_csv(temp, index=False)
+        put_in_place(temp, out, overwrite=overwrite)
+    finally:
+        temp.unlink(missing_ok=True)
     return len(table)
