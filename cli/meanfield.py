@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 import click
@@ -37,7 +36,6 @@ def _init_forms() -> str:
     )
 
 
-_FIELD = re.compile(r"^(" + "|".join(sorted(FIELDS, key=len, reverse=True)) + r")\b")
 
 
 def _save_times(ctx, param, value: str | None):
@@ -75,9 +73,9 @@ def build_config(options: dict, stored: MeanFieldConfig | None = None) -> MeanFi
         return MeanFieldConfig(**values)
     except (ValueError, TypeError) as exc:
         message = " ".join(str(exc).split())
-        m = _FIELD.match(message)
-        if m:
-            raise click.BadParameter(message, param_hint=f"'{option_name(m.group(1))}'") from None
+        field = getattr(exc, "field", None)
+        if field is not None:
+            raise click.BadParameter(message, param_hint=f"'{option_name(field)}'") from None
         raise click.UsageError(message) from None
 
 

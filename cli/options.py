@@ -560,7 +560,7 @@ def build_config(
     try:
         return SimulationConfig(**values), x0
     except (ValueError, TypeError) as exc:
-        field = str(exc).split(" ", 1)[0]
+        field = getattr(exc, "field", None)
         # the message in the names the user typed: options, or the file's keys
         from_toml = field in from_file and field not in given
         text = str(exc) if from_toml else cli_message(str(exc))

@@ -131,7 +131,7 @@ def mismatch_line(out: Path, exc: ResumeMismatch) -> str:
 def _bad_input(exc: ValueError, fields: Mapping[str, str]) -> click.ClickException:
     """A click error for a library ValueError: naming the option it is about."""
     message = cli_message(" ".join(str(exc).split()))
-    field = getattr(exc, "field", None) or str(exc).split(" ", 1)[0]
+    field = getattr(exc, "field", None)
     if field in fields:
         return click.BadParameter(message, param_hint=f"'{fields[field]}'")
     if field in CONFIG_KEYS and field != "d":

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from particles.errors import ConfigError, invalid
 from particles.seeds import fresh_seed
 from particles.sphere import INITIAL_CONDITIONS
 
@@ -83,7 +84,7 @@ KERNEL_PARAMETERS: Mapping[str, str] = _KernelParameters()
 
 
 def _fail(name: str, allowed: str, got: Any) -> None:
-    raise ValueError(f"{name} must be {allowed}, got {got!r}")
+    raise invalid(name, allowed, got)
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -135,15 +136,15 @@ def check_names(field: str, value: Any, registry) -> tuple[str, ...]:
     try:
         names = tuple(value)
     except TypeError:
-        raise ValueError(f"{field} must be a sequence of names, got {value!r}") from None
+        raise ConfigError(f"{field} must be a sequence of names, got {value!r}", field) from None
     unknown = [v for v in names if v not in registry]
     if not names or unknown:
-        raise ValueError(
+        raise ConfigError(
             f"{field} must be one or more of {', '.join(registry)}, got "
-            f"{', '.join(map(repr, unknown or names)) or 'none'}"
+            f"{', '.join(map(repr, unknown or names)) or 'none'}", field
         )
     if len(set(names)) != len(names):
-        raise ValueError(f"{field} must not repeat a name, got {', '.join(names)}")
+        raise ConfigError(f"{field} must not repeat a name, got {', '.join(names)}", field)
     return names
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "CacheWarning",
     "ComparisonFailed",
     "ComparisonInterrupted",
+    "ConfigError",
     "IntegrationError",
     "NotComputedError",
     "OutputExistsError",
@@ -29,6 +30,7 @@ __all__ = [
     "Summary",
     "SweepError",
     "TrajectoryFileError",
+    "invalid",
 ]
 
 
@@ -76,6 +78,26 @@ class StepSizeWarning(UserWarning):
 
 class IntegrationError(RuntimeError):
     """The integration failed (non-finite state, stalled adaptive step)."""
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used (one-line message).
+
+    Attributes
+    ----------
+    field : str or None
+        The argument it is about (``"usa_scale"``), so a command line can name
+        the option that gave it (``--usa-scale``) without reading the message.
+    """
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def invalid(field: str, allowed: str, got: object) -> ConfigError:
+    """The one form of a refused value: ``"FIELD must be ALLOWED, got GOT"``."""
+    return ConfigError(f"{field} must be {allowed}, got {got!r}", field)
 
 
 class TrajectoryFileError(ValueError):

@@ -93,3 +93,22 @@ def test_save_times_specs():
     for bad in ("log:0:1:3", "log:1:2", "lin:a:1:2", "1,x"):
         with pytest.raises(ValueError, match="save_times must be"):
             SimulationConfig(n=2, d=2, beta=0.0, T=10.0, save_times=bad)
+
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"n": 0}, "n"), ({"beta": -1.0}, "beta"), ({"model": "x"}, "model"),
+    ({"kernel": "rbf", "usa_scale": "n_exp_beta"}, "usa_scale"), ({"init": "cap:9"}, "init"),
+    ({"n": 9, "init": "orthogonal"}, "init"), ({"masses": (1.0,)}, "masses"),
+    ({"coupling": 2.0}, "coupling"), ({"tau": 2.0}, "tau"), ({"observables": "x"}, "observables"),
+    ({"normalization": "sinkhorn", "model": "usa"}, "normalization"),
+    ({"noise": 0.1, "integrator": "rk4"}, "integrator"), ({"beta": 800.0, "model": "usa"}, "beta"),
+    ({"layer_time": 1.0}, "layer_time"), ({"omega": "lorentzian:1"}, "omega"),
+])
+def test_a_refused_value_names_its_field(changes, field):
+    """Every refusal is a ConfigError whose ``field`` names the argument (the CLI
+    names the option from it, never from the message's first word)."""
+    from particles.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        SimulationConfig(**{"n": 4, "d": 3, "beta": 1.0, **changes})
+    assert err.value.field == field and "\n" not in str(err.value)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from particles._numba import jit, kernel_key
+from particles.errors import ConfigError
 from particles.fields import kuramoto, sinkhorn
 from particles.fields.base import CompiledField
 from particles.fields.kernels import BLAS_MIN_D, KERNELS, MAX_LOG_WEIGHT, USA_SCALES, Kernel
@@ -89,10 +90,10 @@ def check_usa_range(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, *,
     if reach > MAX_LOG_WEIGHT:
         kernel = KERNELS[config.kernel]
         what = " with the drawn weights" if drawn else ""
-        raise ValueError(
+        raise ConfigError(
             f"beta must be small enough that USA weights kappa(q, k) e^-c stay finite{what} "
             f"(log bound {reach:.4g} > {MAX_LOG_WEIGHT:g}, kernel {kernel.name!r}); "
-            f"{kernel.overflow_hint(config.usa_scale)}, got {config.beta!r}")
+            f"{kernel.overflow_hint(config.usa_scale)}, got {config.beta!r}", "beta")
 
 
 def speed_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> float:

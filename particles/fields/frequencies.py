@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from particles.errors import invalid
+
 
 @dataclass(frozen=True)
 class FrequencyDistribution:
@@ -72,7 +74,7 @@ OMEGA_DISTRIBUTIONS: dict[str, FrequencyDistribution] = {g.name: g for g in (
 
 
 def _fail(name: str, allowed: str, got: Any) -> None:
-    raise ValueError(f"{name} must be {allowed}, got {got!r}")
+    raise invalid(name, allowed, got)
 
 
 def parse_omega(spec: str) -> tuple[str, float, float]:

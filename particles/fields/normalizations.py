@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from particles.errors import invalid
 from particles.fields import sinkhorn
 from particles.fields.kernels import KERNELS, USA_SCALES
 
@@ -100,7 +101,7 @@ def _sinkhorn_reference(config, X, Q, K, V, masses, normalized) -> np.ndarray:
 
 def _sinkhorn_rules(config: SimulationConfig) -> None:
     def fail(name: str, allowed: str, got) -> None:
-        raise ValueError(f"{name} must be {allowed}, got {got!r}")
+        raise invalid(name, allowed, got)
 
     if config.model != "sa":
         fail("normalization", "'softmax' unless model='sa'", config.normalization)

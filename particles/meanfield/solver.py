@@ -76,7 +76,7 @@ from typing import Any
 
 import numpy as np
 
-from particles.errors import IntegrationError
+from particles.errors import ConfigError, IntegrationError
 from particles.integrators.driver import step_factor
 from particles.meanfield.energy import dissipation, energy
 from particles.meanfield.initial import grid, make_density, parse_init
@@ -112,14 +112,14 @@ _ORDER = 5
 
 def _finite(name: str, value: Any, *, positive: bool = False, nonneg: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
+        raise ConfigError(f"{name} must be a number, got {value!r}", name)
     x = float(value)
     if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise ConfigError(f"{name} must be finite, got {value!r}", name)
     if positive and not x > 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
+        raise ConfigError(f"{name} must be > 0, got {value!r}", name)
     if nonneg and x < 0:
-        raise ValueError(f"{name} must be >= 0, got {value!r}")
+        raise ConfigError(f"{name} must be >= 0, got {value!r}", name)
     return x
 
 
@@ -185,56 +185,60 @@ class MeanFieldConfig:
 
     def __post_init__(self) -> None:
         if self.model not in MEANFIELD_MODELS:
-            raise ValueError(f"model must be one of {', '.join(MEANFIELD_MODELS)}, "
-                             f"got {self.model!r}")
+            raise ConfigError(f"model must be one of {', '.join(MEANFIELD_MODELS)}, "
+                              f"got {self.model!r}", "model")
         beta = _finite("beta", self.beta, nonneg=True)
         if self.usa_scale not in USA_SCALES:
-            raise ValueError(f"usa_scale must be one of {', '.join(USA_SCALES)}, "
-                             f"got {self.usa_scale!r}")
+            raise ConfigError(f"usa_scale must be one of {', '.join(USA_SCALES)}, "
+                              f"got {self.usa_scale!r}", "usa_scale")
         if self.model == "usa" and self.usa_scale == "n" and beta > USA_MAX_BETA:
-            raise ValueError(f"beta must be <= {USA_MAX_BETA:g} for usa with usa_scale='n' "
-                             f"(speeds ~ e^beta), got {self.beta!r}")
+            raise ConfigError(f"beta must be <= {USA_MAX_BETA:g} for usa with usa_scale='n' "
+                              f"(speeds ~ e^beta), got {self.beta!r}", "beta")
         _finite("D", self.D, nonneg=True)
         _finite("coupling", self.coupling)
         if isinstance(self.modes, bool) or not isinstance(self.modes, (int, np.integer)):
-            raise ValueError(f"modes must be an integer, got {self.modes!r}")
+            raise ConfigError(f"modes must be an integer, got {self.modes!r}", "modes")
         if self.modes < 8 or self.modes % 2:
-            raise ValueError(f"modes must be an even integer >= 8, got {self.modes!r}")
+            raise ConfigError(f"modes must be an even integer >= 8, got {self.modes!r}", "modes")
         T = _finite("T", self.T, positive=True)
         if self.save_every is not None and self.save_times is not None:
-            raise ValueError("save_every and save_times are exclusive: give one")
+            raise ConfigError("save_every and save_times are exclusive: give one", "save_every")
         if self.save_every is not None:
             _finite("save_every", self.save_every, positive=True)
             if self.save_every > T:
-                raise ValueError(f"save_every must be <= T = {T!r}, got {self.save_every!r}")
+                raise ConfigError(f"save_every must be <= T = {T!r}, got {self.save_every!r}",
+                                  "save_every")
         if self.save_times is not None:
             try:
                 st = [float(s) for s in self.save_times]
             except (TypeError, ValueError):
-                raise ValueError(f"save_times must be numbers, got {self.save_times!r}") from None
+                raise ConfigError(f"save_times must be numbers, got {self.save_times!r}",
+                                  "save_times") from None
             if not st or not all(math.isfinite(s) for s in st):
-                raise ValueError(f"save_times must be finite numbers, got {self.save_times!r}")
+                raise ConfigError(f"save_times must be finite numbers, got {self.save_times!r}",
+                                  "save_times")
             if any(b <= a for a, b in itertools.pairwise(st)) or st[0] < 0 or st[-1] > T:
-                raise ValueError(f"save_times must increase within [0, T = {T!r}], "
-                                 f"got {self.save_times!r}")
+                raise ConfigError(f"save_times must increase within [0, T = {T!r}], "
+                                  f"got {self.save_times!r}", "save_times")
             object.__setattr__(self, "save_times", tuple(st))
         parse_init(self.init)
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) \
                 or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+            raise ConfigError(f"seed must be an integer >= 0, got {self.seed!r}", "seed")
         if self.integrator not in MEANFIELD_INTEGRATORS:
-            raise ValueError(f"integrator must be one of {', '.join(MEANFIELD_INTEGRATORS)}, "
-                             f"got {self.integrator!r}")
+            raise ConfigError(f"integrator must be one of {', '.join(MEANFIELD_INTEGRATORS)}, "
+                              f"got {self.integrator!r}", "integrator")
         _finite("rtol", self.rtol, positive=True)
         _finite("atol", self.atol, nonneg=True)
         if self.dt0 is not None:
             _finite("dt0", self.dt0, positive=True)
         if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, (int, np.integer)) \
                 or self.max_steps < 1:
-            raise ValueError(f"max_steps must be an integer >= 1, got {self.max_steps!r}")
+            raise ConfigError(f"max_steps must be an integer >= 1, got {self.max_steps!r}",
+                              "max_steps")
         if self.positivity not in POSITIVITY:
-            raise ValueError(f"positivity must be one of {', '.join(POSITIVITY)}, "
-                             f"got {self.positivity!r}")
+            raise ConfigError(f"positivity must be one of {', '.join(POSITIVITY)}, "
+                              f"got {self.positivity!r}", "positivity")
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``save_times`` as a list); inverse of :meth:`from_dict`."""

@@ -45,7 +45,12 @@ from numpy.typing import ArrayLike
 from particles.analysis.comparison import LABELS, ComparisonResult, ModelSummary, model_label
 from particles.config import SimulationConfig, check_names
 from particles.engine import collect, initial_positions, iter_frames
-from particles.errors import ComparisonFailed, ComparisonInterrupted, OutputPathError
+from particles.errors import (
+    ComparisonFailed,
+    ComparisonInterrupted,
+    ConfigError,
+    OutputPathError,
+)
 from particles.fields import MODELS
 from particles.io.compare import COMPARISON, ComparisonSpec, ModelFrame, load_comparison
 from particles.plotting.compare import STYLES, comparison_figure, log_time, plot_comparison
@@ -99,19 +104,21 @@ def _initial_points(theta0: ArrayLike, n: int | None) -> np.ndarray:
         or a.ndim not in (1, 2)
         or (a.ndim == 2 and a.shape[1] != 2)
     ):
-        raise ValueError(
+        raise ConfigError(
             f"theta0 must be n angles (n,) or n points (n, 2), got "
-            f"{a.dtype} array of shape {a.shape}"
+            f"{a.dtype} array of shape {a.shape}", "theta0"
         )
     a = a.astype(np.float64)
     if a.shape[0] < 1 or not np.all(np.isfinite(a)):
-        raise ValueError("theta0 must hold at least one token and only finite numbers")
+        raise ConfigError("theta0 must hold at least one token and only finite numbers",
+                          "theta0")
     if n is not None and a.shape[0] != n:
-        raise ValueError(f"theta0 holds {a.shape[0]} tokens but n={n}")
+        raise ConfigError(f"theta0 holds {a.shape[0]} tokens but n={n}", "theta0")
     if a.ndim == 1:
         return np.stack([np.cos(a), np.sin(a)], axis=-1)
     if np.any(np.linalg.norm(a, axis=1) == 0):
-        raise ValueError("theta0 points must be nonzero (they are normalised onto the circle)")
+        raise ConfigError("theta0 points must be nonzero (they are normalised onto the circle)",
+                          "theta0")
     return a
 
 
@@ -140,9 +147,9 @@ def model_configs(
         :class:`~particles.config.SimulationConfig`).
     """
     if "kuramoto" not in models and (coupling != 1.0 or omega is not None):
-        raise ValueError(
+        raise ConfigError(
             "coupling and omega apply to model 'kuramoto', which is not among "
-            f"the models ({', '.join(models)})"
+            f"the models ({', '.join(models)})", "coupling" if coupling != 1.0 else "omega"
         )
     configs = {}
     for m in models:

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from particles.errors import invalid
+
 FloatArray = NDArray[np.float64]
 
 _TWO_PI = 2.0 * math.pi
@@ -20,9 +22,9 @@ def _as_f64(x: ArrayLike) -> FloatArray:
 def _check_int(name: str, value: Any, minimum: int) -> int:
     # bool is an int subclass, but n=True is never meant.
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise invalid(name, f"an integer >= {minimum}", value)
     if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise invalid(name, f"an integer >= {minimum}", value)
     return int(value)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from particles.errors import ConfigError
 from particles.sphere.checks import (
     FloatArray,
     _check_batch,
@@ -430,10 +431,11 @@ class InitialCondition:
         return self.description
 
     def check(self, n: int, d: int) -> None:
-        """Raise ValueError when ``n`` tokens in dimension ``d`` cannot start from it."""
+        """Raise :class:`~particles.errors.ConfigError` (a ValueError, field ``init``)
+        when ``n`` tokens in dimension ``d`` cannot start from it."""
         why = self.requires(n, d) if self.requires is not None else None
         if why:
-            raise ValueError(why)
+            raise ConfigError(why, "init")
 
 
 def _e1(d: int) -> FloatArray:
