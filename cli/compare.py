@@ -137,4 +137,5 @@ def compare(
                                            should_stop=should_stop),
         out=out, command="particles compare", report=report, resumable=False,
         report_kept=False, paths={"--out": out, "--plot": plot} if plot else None,
-        fields={"theta0": "--init"}, summary_of=lambda result: read_comparison_summary(out))
+        fields={"theta0": "--init", "plot": "--plot"},
+        summary_of=lambda result: read_comparison_summary(out))

@@ -165,6 +165,43 @@ def test_compare_stopped_in_the_second_model(tmp_path, monkeypatch, error, statu
     assert list(load_comparison(out)) == ["sa"]
 
 
+def test_plot_paths_are_checked_before_any_work_and_blamed_on_plot(tmp_path,
+                                                                   no_comparison_run):
+    """Issue 25 item 7: ``--plot p.txt`` was refused after the models ran (and
+    left the file); ``--plot nodir/p.png`` was blamed on ``--out``."""
+    out = tmp_path / "c.h5"
+    usage_error(invoke("compare", *BASE, "--out", out, "--plot", tmp_path / "p.txt"),
+                "--plot", ".png")
+    usage_error(invoke("compare", *BASE, "--out", out, "--plot", tmp_path / "no" / "p.png"),
+                "--plot", "does not exist")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_compare_removes_stale_partials_and_a_full_disk_is_one_line(tmp_path):
+    """A temporary file of a dead comparison is removed (with a warning); a file
+    size limit stops the comparison in one line, exit 1 (issue 25 item 7)."""
+    import subprocess
+    import sys
+
+    from particles.paths import host_name
+
+    stale = tmp_path / f".c.h5.999999999@{host_name()}.0123abcd.partial"
+    stale.write_bytes(b"left by a killed comparison")
+    result = invoke("compare", *BASE, "--out", tmp_path / "c.h5")
+    ok(result)
+    assert not stale.exists() and "Warning: removed" in result.stderr
+    full = subprocess.run(
+        [sys.executable, "-c", "import resource, signal, sys; "
+         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+         "resource.setrlimit(resource.RLIMIT_FSIZE, (30000, 30000)); "
+         "from particles_cli.__main__ import main; sys.argv = ['particles', *sys.argv[1:]]; "
+         "main()", "compare", *BASE, "--T", "4", "--save-every", "1", "--out", "d.h5"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    errors = [line for line in full.stderr.splitlines() if line.startswith("Error")]
+    assert full.returncode == 1 and len(errors) == 1, full.stderr
+    assert "Traceback" not in full.stderr and "free space is needed" in errors[0]
+
+
 def test_single_run_commands_point_to_load_comparison(tmp_path):
     out = tmp_path / "cmp.h5"
     ok(invoke("compare", *BASE, "--models", "sa", "--out", out))

@@ -15,7 +15,8 @@ import numpy as np
 
 from particles.analysis import DEFAULT_EPS, cluster_sizes_centers, component_labels
 from particles.analysis.comparison import ComparisonResult, model_label
-from particles.paths import check_output_path
+from particles.errors import ConfigError
+from particles.paths import check_output_path, put_in_place, temporary_path
 from particles.trajectory import Trajectory
 
 __all__ = ["STYLES", "comparison_figure", "log_time", "plot_comparison"]
@@ -226,6 +227,28 @@ def plot_comparison(
     particles.errors.OutputPathError
         ``out`` is a directory, or its directory is missing or read-only.
     """
-    out = check_output_path(out, overwrite=overwrite, resumable=False)
-    comparison_figure(source, eps=eps).savefig(out, dpi=dpi)
+    out = check_png_path(out, overwrite=overwrite)
+    figure = comparison_figure(source, eps=eps)
+    temp = temporary_path(out, ".png")  # an existing file stays until the new one is whole
+    try:
+        figure.savefig(temp, dpi=dpi, format="png")
+        put_in_place(temp, out, overwrite=overwrite)
+    finally:
+        temp.unlink(missing_ok=True)
     return out
+
+
+def check_png_path(out: str | os.PathLike, *, overwrite: bool) -> Path:
+    """``out`` may take a PNG: its name ends in ``.png`` and
+    :func:`~particles.paths.check_output_path` accepts it.
+
+    Raises
+    ------
+    ConfigError
+        Another extension (field ``plot``).
+    OutputPathError
+        As :func:`~particles.paths.check_output_path`.
+    """
+    if Path(out).suffix.lower() != ".png":
+        raise ConfigError(f"plot must be a .png file, got {os.fspath(out)!r}", "plot")
+    return check_output_path(out, overwrite=overwrite, resumable=False)

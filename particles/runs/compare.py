@@ -53,7 +53,13 @@ from particles.errors import (
 )
 from particles.fields import MODELS
 from particles.io.compare import COMPARISON, ComparisonSpec, ModelFrame, load_comparison
-from particles.plotting.compare import STYLES, comparison_figure, log_time, plot_comparison
+from particles.plotting.compare import (
+    STYLES,
+    check_png_path,
+    comparison_figure,
+    log_time,
+    plot_comparison,
+)
 from particles.progress import Progress
 from particles.runs.session import Stops, check_output_path, stopped, stream
 from particles.seeds import fresh_seed
@@ -285,9 +291,9 @@ def compare_models(
     )
     path = check_output(out, overwrite)
     if plot is not None:
-        plot = check_output(plot, overwrite)
-        if plot.resolve() == path.resolve():
+        if Path(plot).resolve() == path.resolve():
             raise OutputPathError(f"plot and out must be different files, both are {path}", plot)
+        plot = check_png_path(plot, overwrite=overwrite)
     # one draw for every model: with a named init every config would draw the
     # same positions from the shared seed anyway; this makes it true by construction
     X0 = initial_positions(next(iter(configs.values())), x0)
