@@ -454,6 +454,41 @@ def test_export_never_replaces_the_sweep_it_reads(reference, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.csv", "k.csv", "link.csv", "s.h5"]
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_statistics_is_held_then_reported(reference, tmp_path, monkeypatch,
+                                                             sig):
+    """Issue 25 item 5: a signal while the statistics were written was swallowed
+    (exit 0).  It is held until the file is complete, then reported: exit
+    128 + signal, the line saying the file is complete."""
+    import os
+
+    import particles.sweep.run as sweep_run
+
+    statistics = sweep_run.write_statistics
+
+    def signalled(writer, spec):
+        os.kill(os.getpid(), sig)  # arrives while the statistics are written
+        statistics(writer, spec)
+
+    monkeypatch.setattr(sweep_run, "write_statistics", signalled)
+    out = tmp_path / "s.h5"
+    result = invoke("sweep", *ARGS, "--out", out, "--chunk", 9)
+    assert result.exit_code == 128 + sig, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("Interrupted")]
+    assert len(lines) == 1 and f"{out} is complete" in lines[0], result.stderr
+    assert_same(contents(out), contents(reference))
+
+
+def test_the_forced_stop_line_names_the_command_that_continues_the_file(tmp_path):
+    from particles_cli.interrupts import describe_output
+
+    out = tmp_path / "s.h5"
+    out.write_bytes(b"old")
+    describe = describe_output(out, "particles sweep")
+    out.write_bytes(b"new, longer")
+    assert describe().endswith(f"continue with: particles sweep --resume --out {out}")
+
+
 def test_simulation_config_fields_are_sweep_options():
     from particles_cli.sweep import sweep as command
 
