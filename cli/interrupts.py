@@ -128,9 +128,31 @@ def describe_output(out: Path, command: str | None = "particles simulate"
     return describe
 
 
+_held: list[int] = []
+
+
 def _handler(signum: int, frame) -> None:
     _received.append(signum)
+    if _holding:
+        _held.append(signum)  # the command has finished: nothing left to stop
+        return
     raise KeyboardInterrupt
+
+
+_holding: list[bool] = []
+
+
+def hold() -> None:
+    """From now on a signal is recorded, not raised: the command has finished, and
+    an interrupt in the interpreter's exit window would kill the process with no
+    line (:func:`held` tells at exit).  Only where :func:`install` ran."""
+    if _installed:
+        _holding.append(True)
+
+
+def held() -> int | None:
+    """The first signal received since :func:`hold`, or None."""
+    return _held[0] if _held else None
 
 
 def quiet_unraisable(previous: Callable) -> Callable:

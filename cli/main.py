@@ -114,7 +114,10 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                interrupts.hold()  # the command is done: the exit window must not be cut
         except KeyboardInterrupt:
             if ctx.meta.get("particles.command_loaded"):
                 interrupts.exit_now(f"Interrupted: {interrupts.description()}")

@@ -131,3 +131,26 @@ def test_forced_stop_line_names_the_temporary_file_holding_the_frames(tmp_path):
     other = tmp_path / f".run.h5.{os.getpid() + 1}@somehost.0123abcd.partial"
     temp.rename(other)  # another process's temporary file is not this run's
     assert describe().startswith("no frame was saved")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_in_the_exit_window_is_one_line(sig):
+    """Issue 25 item 6: a signal after the command had finished, while the
+    interpreter exits, killed the process with a traceback and no line.  It is
+    held: one line, exit status 128 + signal."""
+    code = textwrap.dedent(f"""
+        import os, sys
+        exit = sys.exit
+        def late(code=0):  # the signal arrives while click exits
+            os.kill(os.getpid(), {int(sig)})
+            exit(code)
+        sys.exit = late
+        from particles_cli.__main__ import main
+        sys.argv = ["particles", "info", "--cache"]
+        main()
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+    assert proc.returncode == 128 + sig
+    assert "cache" in proc.stdout  # the command's output is whole
+    assert "had finished" in one_line(proc.stderr)
