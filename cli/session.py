@@ -42,6 +42,7 @@ from particles.errors import (
     ResumeMismatch,
     RunFailed,
     Summary,
+    WorkersLost,
 )
 
 __all__ = ["kept_line", "mismatch_line", "one_line_warnings", "run_session", "stop_on_signals"]
@@ -220,7 +221,9 @@ def run_session(
             summary, status = exc.summary, 1
             cause = exc.__cause__ if isinstance(exc.__cause__, IntegrationError) else exc
             why = " ".join(str(cause).split())
-            click.echo(f"Error: {why}; " + kept_line(out, summary, command=None, unit=unit),
+            # a failed integration fails again on resuming; lost workers need not
+            again = continues if isinstance(cause, WorkersLost) else None
+            click.echo(f"Error: {why}; " + kept_line(out, summary, command=again, unit=unit),
                        err=True)
         except OutputPathError as exc:
             raise _path_error(exc, paths or {"--out": out}) from None

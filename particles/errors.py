@@ -30,6 +30,7 @@ __all__ = [
     "Summary",
     "SweepError",
     "TrajectoryFileError",
+    "WorkersLost",
     "invalid",
 ]
 
@@ -98,6 +99,12 @@ class ConfigError(ValueError):
 def invalid(field: str, allowed: str, got: object) -> ConfigError:
     """The one form of a refused value: ``"FIELD must be ALLOWED, got GOT"``."""
     return ConfigError(f"{field} must be {allowed}, got {got!r}", field)
+
+
+class WorkersLost(IntegrationError):
+    """Worker processes of a sweep died too often (out of memory, killed): the
+    session stops as a failed integration does, its file keeping every finished
+    task (``--resume`` continues it once the cause is gone)."""
 
 
 class TrajectoryFileError(ValueError):

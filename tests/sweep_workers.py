@@ -30,3 +30,21 @@ def fail_on_five(item: int) -> int:
     if item == 5:
         raise ValueError("task 5 failed")
     return item * item
+
+
+def always_die(item: int) -> int:
+    """Kill the worker (SIGKILL), whatever the item: a pool that keeps breaking."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    return item
+
+
+def die_often(item: tuple[str, int]) -> int:
+    """``x ** 2`` for ``item = (directory, x)``; each of the first three tasks to
+    run kills its worker once (a marker file per death), so the pool breaks
+    repeatedly, also while tasks are being submitted."""
+    directory, x = item
+    deaths = sorted(Path(directory).glob("died-*"))
+    if len(deaths) < 3 and not (Path(directory) / f"died-{x}").exists():
+        (Path(directory) / f"died-{x}").touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x * x

@@ -44,6 +44,45 @@ def test_a_killed_worker_is_replaced_and_its_task_rerun(tmp_path):
     assert out == {(marker, x): x * x for x in range(8)}
 
 
+def test_a_pool_broken_again_and_again_is_replaced_each_time(tmp_path):
+    """Issue 25 item 3: a pool found broken while tasks were submitted gave a
+    BrokenProcessPool traceback; it is replaced wherever that is seen."""
+    items = [(str(tmp_path), x) for x in range(12)]
+    out = dict(map_processes(sweep_workers.die_often, items, processes=2))
+    assert out == {(str(tmp_path), x): x * x for x in range(12)}
+    assert len(list(tmp_path.glob("died-*"))) == 3
+
+
+def test_workers_that_keep_dying_end_the_sweep_in_one_error():
+    from particles.errors import WorkersLost
+
+    with pytest.raises(WorkersLost, match="died 4 times"):
+        list(map_processes(sweep_workers.always_die, range(4), processes=2))
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_workers_end_when_the_driver_is_killed(tmp_path):
+    """Issue 25 item 3: SIGKILL of the driver left both workers running (holding
+    its stdout: a caller waiting for the output hung)."""
+    _, out, cmd = stoppable_sweep(tmp_path, 150, "--processes", "2")
+    mark = f"PARTICLES_TEST_MARK={uuid.uuid4().hex}"
+    env = {**os.environ, mark.split("=")[0]: mark.split("=")[1]}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, env=env)
+    try:
+        wait_for_systems(proc, out, 4)
+        assert len(_workers_alive(mark)) >= 3  # the driver and its workers
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)  # returns once no process holds its pipes
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 10
+    while _workers_alive(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _workers_alive(mark) == []
+
+
 def test_a_task_error_is_raised():
     with pytest.raises(ValueError, match="task 5 failed"):
         list(map_processes(sweep_workers.fail_on_five, range(10), processes=2))

@@ -7,22 +7,34 @@ sooner than one process with two Numba threads: each task's Python parts
 
 :func:`map_processes` keeps at most ``2 * processes`` tasks in flight and
 yields results as they finish.  A worker that dies (killed, out of memory)
-breaks the pool: a fresh pool runs the unfinished tasks again, at most
-:data:`MAX_RESTARTS` times.  Workers ignore SIGINT (Ctrl-C is the driver's,
-which stops them); when the consumer stops (an interrupt, an error, a closed
-generator) the workers are terminated at once, their unfinished tasks lost,
-never half-written (the driver writes every result).
+breaks the pool, wherever that is seen (a result, or a task submitted to
+the broken pool): a fresh pool runs the unfinished tasks again, at most
+:data:`MAX_RESTARTS` times, then :class:`~particles.errors.WorkersLost`.
+Workers ignore SIGINT (Ctrl-C is the driver's, which stops them); when the
+consumer stops (an interrupt, an error, a closed generator) the workers are
+terminated at once, their unfinished tasks lost, never half-written (the
+driver writes every result).  Workers end with the driver: a driver killed
+with SIGKILL cannot stop them, so each asks the kernel for SIGKILL when its
+parent dies (``prctl(PR_SET_PDEATHSIG)`` on Linux) and, where that does not
+exist, polls its parent.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
 import signal
+import sys
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+
+from particles.errors import WorkersLost
 
 __all__ = ["MAX_RESTARTS", "map_processes"]
 
@@ -30,8 +42,34 @@ __all__ = ["MAX_RESTARTS", "map_processes"]
 MAX_RESTARTS = 3
 
 
-def _init_worker(threads: int) -> None:
-    """Worker start-up: Ctrl-C is left to the driver; ``threads`` Numba threads."""
+#: ``prctl`` option: the signal a process gets when its parent dies (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker when the driver ``parent`` dies, however it dies."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent:  # died before the request took effect
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:  # elsewhere: poll (the parent's pid changes to a reaper's)
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+def _init_worker(threads: int, parent: int) -> None:
+    """Worker start-up: ends with the driver; Ctrl-C is left to the driver;
+    ``threads`` Numba threads."""
+    _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import numba
 
@@ -42,7 +80,7 @@ def _pool(processes: int, threads: int) -> ProcessPoolExecutor:
     # spawn: a clean interpreter (no forked Numba thread pool, no copied locks)
     return ProcessPoolExecutor(max_workers=processes,
                                mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(threads,))
+                               initializer=_init_worker, initargs=(threads, os.getpid()))
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -76,7 +114,7 @@ def map_processes(fn: Callable[[Any], Any], items: Iterable[Any], *, processes: 
     ------
     Exception
         Whatever ``fn`` raised (the other tasks are abandoned).
-    RuntimeError
+    WorkersLost
         Workers died more than :data:`MAX_RESTARTS` times.
     """
     pending = deque(items)
@@ -85,25 +123,23 @@ def map_processes(fn: Callable[[Any], Any], items: Iterable[Any], *, processes: 
     pool = _pool(processes, threads)
     try:
         while pending or running:
-            while pending and len(running) < 2 * processes:
-                item = pending.popleft()
-                running[pool.submit(fn, item)] = item
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            broken = False
-            for future in done:
-                item = running.pop(future)
-                try:
-                    result = future.result()
-                except BrokenProcessPool:
-                    pending.appendleft(item)
-                    broken = True
-                    continue
-                yield item, result
+            broken = _refill(pool, fn, pending, running, 2 * processes)
+            if not broken:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    item = running.pop(future)
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        pending.appendleft(item)
+                        broken = True
+                        continue
+                    yield item, result
             if broken:
                 restarts += 1
                 if restarts > MAX_RESTARTS:
-                    raise RuntimeError(f"local worker processes died {restarts} times (out of "
-                                       "memory? a script without a __main__ guard?)")
+                    raise WorkersLost(f"local worker processes died {restarts} times (out of "
+                                      "memory? a script without a __main__ guard?)")
                 # every task still in flight ran on the broken pool: run them again
                 pending.extendleft(running.values())
                 running.clear()
@@ -111,3 +147,17 @@ def map_processes(fn: Callable[[Any], Any], items: Iterable[Any], *, processes: 
                 pool = _pool(processes, threads)
     finally:
         _stop(pool)
+
+
+def _refill(pool: ProcessPoolExecutor, fn: Callable[[Any], Any], pending: deque,
+            running: dict[Any, Any], limit: int) -> bool:
+    """Submit pending tasks until ``limit`` run; True when the pool turned out broken
+    (a worker died since the last results: the task stays pending)."""
+    while pending and len(running) < limit:
+        item = pending.popleft()
+        try:
+            running[pool.submit(fn, item)] = item
+        except BrokenProcessPool:
+            pending.appendleft(item)
+            return True
+    return False
