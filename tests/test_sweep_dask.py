@@ -298,3 +298,36 @@ def test_killed_worker_mid_sweep_gives_the_same_file(dask_cluster, local_sweep, 
     assert killed and killed[0][1], killed  # it was running a task
     assert result.complete and result.tasks_run == 8
     assert_same(contents(local_sweep), contents(out))
+
+
+def test_losing_the_scheduler_is_one_line_and_resume_finishes(local_sweep, tmp_path):
+    """Issue 25 item 13: losing the scheduler printed 35 lines of distributed
+    tracebacks before the one line, which named no way on.  Now: one Error line
+    naming --resume, exit 1, and --resume (here on the local backend) finishes
+    the file into the local sweep's."""
+    (tmp_path / "cluster").mkdir()
+    cluster = LocalDask(tmp_path / "cluster", workers=1)
+    out = tmp_path / "lost.h5"
+    args = ["--n", "32", "--d", "2", "--integrator", "euler", "--dt", "0.1", "--T", "30",
+            "--save-every", "20", "--beta", "1,4", "--runs", "600", "--seed", "5",
+            "--chunk", "150"]
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "particles_cli", "sweep", *args, "--out", str(out),
+             "--scheduler-file", str(cluster.file)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        deadline = time.monotonic() + STARTUP
+        while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)  # the first task is on disk
+        os.killpg(cluster.procs[0].pid, signal.SIGKILL)  # the scheduler
+        _, err = proc.communicate(timeout=STARTUP)
+    finally:
+        cluster.stop()
+    lines = [line for line in err.splitlines() if line.strip() and "sweep (systems)" not in line]
+    assert proc.returncode == 1, err
+    assert len(lines) == 1 and lines[0].startswith("Error: "), err
+    assert "scheduler" in lines[0] and "--resume" in lines[0]
+    result = subprocess.run([sys.executable, "-m", "particles_cli", "sweep", *args, "--out",
+                             str(out), "--resume"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert_same(contents(out), contents(local_sweep))

@@ -32,7 +32,11 @@ Failures
     A task whose worker dies (killed, out of memory, node lost) is
     resubmitted by the scheduler to another worker (or to the worker the
     nanny restarts); one that kills ``distributed.scheduler.allowed-failures``
-    workers in a row is a :class:`~particles.errors.SweepError`.  An
+    workers in a row, and a lost scheduler, are a
+    :class:`~particles.errors.WorkersLost` (the sweep stops as a failed
+    integration does: one line, its file kept for ``--resume``).
+    ``distributed``'s own loggers are silent while a backend is open, so the
+    loss is reported once.  An
     exception raised by a task is re-raised unchanged by
     :meth:`DaskBackend.map_unordered` (after ``retries`` further tries on
     another worker), and the tasks still pending are cancelled.
@@ -54,7 +58,7 @@ from typing import Any
 
 import distributed  # noqa: F401 - missing: make_backend says "pip install 'dask[distributed]'"
 
-from particles.errors import SweepError
+from particles.errors import SweepError, WorkersLost
 
 __all__ = ["DEFAULT_TIMEOUT", "DaskBackend", "TaskStat", "scheduler_address"]
 
@@ -242,6 +246,7 @@ class DaskBackend:
         self._token = uuid.uuid4().hex[:8]
         self._maps = itertools.count()
         self._pending: dict[str, Any] = {}  # key -> future of the maps in progress
+        self._quiet = _QuietLogs()
 
         from distributed import Client
 
@@ -250,6 +255,7 @@ class DaskBackend:
             if isinstance(client, Client):
                 self.client, self._owns_client = client, False
                 self.address = getattr(client.scheduler, "address", None)
+                self._quiet.start()
                 return
             address = getattr(client, "scheduler_address", None)
             if not isinstance(address, str):
@@ -269,6 +275,7 @@ class DaskBackend:
             raise SweepError(f"cannot connect a Dask client to {address} within "
                              f"{self.timeout:g} s") from None
         self.address = address
+        self._quiet.start()
 
     # ------------------------------------------------------------ protocol
 
@@ -339,12 +346,12 @@ class DaskBackend:
                 try:
                     envelope = future.result()
                 except KilledWorker as exc:
-                    raise SweepError(f"a sweep task killed {_allowed_failures()} Dask workers in "
-                                     f"a row (out of memory?): {' '.join(str(exc).split())}"
-                                     ) from None
+                    raise WorkersLost(f"a sweep task killed {_allowed_failures()} Dask workers "
+                                      f"in a row (out of memory?): {' '.join(str(exc).split())}"
+                                      ) from None
                 except FutureCancelledError:
-                    raise SweepError(f"lost the Dask scheduler at {self.address} (stopped or "
-                                     "restarted?): its tasks were cancelled") from None
+                    raise WorkersLost(f"lost the Dask scheduler at {self.address} (stopped or "
+                                      "restarted?): its tasks were cancelled") from None
                 roundtrip = time.perf_counter() - submitted.pop(future.key)
                 future.release()
                 self.stats.append(TaskStat(envelope.worker, envelope.seconds,
@@ -367,10 +374,13 @@ class DaskBackend:
         Idempotent."""
         if self.client is None:
             return
-        self._cancel(self._pending)
-        if self._owns_client:
-            self.client.close(timeout=self.timeout)
-        self.client = None
+        try:
+            self._cancel(self._pending)
+            if self._owns_client:
+                self.client.close(timeout=self.timeout)
+        finally:
+            self.client = None
+            self._quiet.stop()
 
     def __enter__(self) -> DaskBackend:
         return self
@@ -380,6 +390,32 @@ class DaskBackend:
 
     def __repr__(self) -> str:
         return f"DaskBackend({self.address!r}, threads_per_task={self.threads_per_task})"
+
+
+class _QuietLogs:
+    """While a backend is open, ``distributed``'s own loggers are silent: a lost
+    scheduler or worker is reported once, by the backend's exception (the
+    client logs tens of lines of reconnection tracebacks first)."""
+
+    def __init__(self) -> None:
+        self._saved: dict[str, bool] = {}
+
+    def start(self) -> None:
+        import logging
+
+        names = ["distributed", *(n for n in logging.root.manager.loggerDict
+                                  if n.startswith("distributed."))]
+        for name in names:
+            logger = logging.getLogger(name)
+            self._saved.setdefault(name, logger.disabled)
+            logger.disabled = True
+
+    def stop(self) -> None:
+        import logging
+
+        for name, disabled in self._saved.items():
+            logging.getLogger(name).disabled = disabled
+        self._saved.clear()
 
 
 def _allowed_failures() -> int:
