@@ -128,17 +128,20 @@ def sweep_info_lines(path: Path) -> list[str]:
 
 
 def cache_lines() -> list[str]:
-    """Where the compiled-kernel cache is, what it holds, whether it is writable."""
-    from particles._numba import cache_dir, cache_entries, user_cache_dir
+    """Where the compiled-kernel cache writes and loads, what it holds, whether it
+    is writable."""
+    from particles._numba import cache_dir, cache_entries, cache_load_dirs, user_cache_dir
 
     path, reason = cache_dir()
     entries, nbytes = cache_entries()
     writable = os.access(path, os.W_OK) if path.exists() else os.access(
         next((p for p in path.parents if p.exists()), Path("/")), os.W_OK)
+    loads = [p for p in cache_load_dirs() if p != path]
     return [
         f"cache        {path} ({reason})",
         f"entries      {entries} compiled entry points, {nbytes / 2**20:.1f} MiB",
         f"writable     {'yes' if writable else 'no'}",
+        *(f"loads also   {p} (read when the cache above misses)" for p in loads),
         f"fallback     {user_cache_dir()} (per-user; NUMBA_CACHE_DIR overrides)",
     ]
 

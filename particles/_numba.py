@@ -36,13 +36,18 @@ invalidates every cached entry point).
 Where the cache lives (:func:`cache_dir`): ``NUMBA_CACHE_DIR`` when set;
 otherwise ``__pycache__`` beside the sources when writable; otherwise a
 per-user directory, ``$XDG_CACHE_HOME/particles/numba`` (default
-``~/.cache/particles/numba``).  A stale entry (other sources, CPU, Numba or
+``~/.cache/particles/numba``).  A read-only cache still serves loads
+(:func:`cache_load_dirs`: a filled cache in a shared software tree, a
+read-only ``NUMBA_CACHE_DIR``), while new entries go to the per-user
+directory (Numba alone skips a location it cannot write, recompiling every
+kernel and writing them into the installation's tree).  A stale entry (other sources, CPU, Numba or
 Python) is never used; a corrupted one (truncated, or failing its checksum)
 is recompiled and rewritten, with one :class:`CacheWarning` per process.
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
 import re
@@ -394,6 +399,9 @@ class ByThreads:
 
 _WARNED: set[str] = set()
 
+#: cache directory -> entries loaded from it by this process (what served the loads).
+LOADS: collections.Counter[str] = collections.Counter()
+
 
 def user_cache_dir() -> Path:
     """The per-user cache directory: ``$XDG_CACHE_HOME/particles/numba``
@@ -415,24 +423,42 @@ def _writable_dir(path: Path) -> bool:
 
 
 def cache_dir() -> tuple[Path, str]:
-    """Where the entry points of this installation are cached, and why there.
+    """Where the entry points of this installation write new cache entries, and why.
 
     Returns
     -------
     path : Path
-        ``NUMBA_CACHE_DIR`` when set; else ``__pycache__`` directories beside
-        the sources (this one is the package's top level) when writable; else
-        :func:`user_cache_dir`.
+        ``NUMBA_CACHE_DIR`` when set and writable; else ``__pycache__``
+        directories beside the sources (this one is the package's top level)
+        when writable and no NUMBA_CACHE_DIR is set; else :func:`user_cache_dir`.
     reason : str
-        ``"NUMBA_CACHE_DIR"``, ``"in-tree"`` or ``"per-user"``.
+        ``"NUMBA_CACHE_DIR"``, ``"in-tree"`` or ``"per-user"`` (a read-only
+        ``NUMBA_CACHE_DIR`` or installation: :func:`cache_load_dirs` names it).
     """
     env = os.environ.get("NUMBA_CACHE_DIR")
     if env:
-        return Path(env), "NUMBA_CACHE_DIR"
+        if _writable_dir(Path(env)):
+            return Path(env), "NUMBA_CACHE_DIR"
+        return user_cache_dir(), "per-user"  # NUMBA_CACHE_DIR still serves loads
     tree = Path(__file__).parent / "__pycache__"
     if _writable_dir(tree):
         return tree, "in-tree"
     return user_cache_dir(), "per-user"
+
+
+def cache_load_dirs() -> list[Path]:
+    """Every directory entries are loaded from, in the order they are tried: the
+    one :func:`cache_dir` writes to, then the read-only ones that exist (a
+    filled cache in a shared software tree or a read-only ``NUMBA_CACHE_DIR``
+    serves loads; new entries go to the writable one)."""
+    write, _ = cache_dir()
+    env = os.environ.get("NUMBA_CACHE_DIR")
+    found = [write]
+    for p in ([Path(env)] if env else []) + [Path(__file__).parent / "__pycache__",
+                                              user_cache_dir()]:
+        if p not in found and p.is_dir():
+            found.append(p)
+    return found
 
 
 def _warn_once(what: str, exc: BaseException) -> None:
@@ -454,9 +480,21 @@ def _robust_cache_class():
     global _ROBUST_CACHE
     if _ROBUST_CACHE is not None:
         return _ROBUST_CACHE
+    import inspect
     import pickle
 
     from numba.core import caching
+    from numba.core import config as numba_config
+
+    def _load_paths(py_func, py_file) -> list[str]:
+        """The cache directories of ``py_func`` that may hold entries, writable or
+        not: NUMBA_CACHE_DIR's, the in-tree ``__pycache__``, the per-user one."""
+        paths = []
+        if numba_config.CACHE_DIR:
+            paths.append(caching.UserProvidedCacheLocator(py_func, py_file).get_cache_path())
+        paths.append(caching.InTreeCacheLocator(py_func, py_file).get_cache_path())
+        paths.append(PerUserLocator(py_func, py_file).get_cache_path())
+        return paths
 
     class PerUserLocator(caching.UserWideCacheLocator):
         """``user_cache_dir()/<source dir>_<hash>`` (Numba's own user-wide
@@ -488,6 +526,13 @@ def _robust_cache_class():
         _locator_classes = (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator,
                             PerUserLocator)
 
+        def __init__(self, py_func):
+            if numba_config.CACHE_DIR:
+                # a NUMBA_CACHE_DIR that cannot take writes: new entries go to the
+                # per-user cache, never silently into the installation's tree
+                self._locator_classes = (caching.UserProvidedCacheLocator, PerUserLocator)
+            super().__init__(py_func)
+
     class RobustCache(caching.FunctionCache):
         _impl_class = Impl
 
@@ -496,6 +541,26 @@ def _robust_cache_class():
             old = self._cache_file
             self._cache_file = CheckedFile(old._cache_path, self._impl.filename_base,
                                            old._source_stamp)
+            # where entries are also loaded from: the directories a read-only
+            # cache may be in (a shared software tree, a read-only NUMBA_CACHE_DIR)
+            self._readers = [
+                CheckedFile(path, self._impl.filename_base, old._source_stamp)
+                for path in _load_paths(py_func, inspect.getfile(py_func))
+                if path != old._cache_path and os.path.isdir(path)]
+
+        def _load_overload(self, sig, target_context):
+            data = super()._load_overload(sig, target_context)
+            if data is not None or not self._enabled:
+                if data is not None:
+                    LOADS[self._cache_path] += 1
+                return data
+            key = self._index_key(sig, target_context.codegen())
+            for reader in self._readers:
+                found = reader.load(key)
+                if found is not None:
+                    LOADS[reader._cache_path] += 1
+                    return self._impl.rebuild(target_context, found)
+            return None
 
         def load_overload(self, sig, target_context):
             try:

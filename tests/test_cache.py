@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -159,6 +160,62 @@ def test_unwritable_install_falls_back_to_the_per_user_cache(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["per-user"]
     assert list((tmp_path / "xdg" / "particles" / "numba").rglob("*.nbc"))
+
+
+@contextmanager
+def read_only(tree: Path):
+    """Make every directory of ``tree`` refuse new files, for root too (root
+    writes through permission bits: the directories are made immutable)."""
+    dirs = [tree, *(p for p in tree.rglob("*") if p.is_dir())]
+    if os.geteuid() != 0:
+        for d in dirs:
+            d.chmod(0o555)
+        try:
+            yield
+        finally:
+            for d in dirs:
+                d.chmod(0o755)
+        return
+    if shutil.which("chattr") is None or subprocess.run(
+            ["chattr", "+i", *map(str, dirs)], capture_output=True).returncode != 0:
+        pytest.skip("no way to make a directory read-only for root here (chattr)")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", *map(str, dirs)], capture_output=True)
+
+
+def test_a_read_only_cache_serves_loads_and_new_entries_go_per_user(cold, tmp_path):
+    """Issue 25 item 12: with a filled read-only NUMBA_CACHE_DIR (a shared software
+    tree) every kernel was compiled again and written into the installation's
+    __pycache__, silently."""
+    _, cache = cold
+    shared = tmp_path / "shared"
+    shutil.copytree(cache, shared)
+    tree = sorted((ROOT / "particles").rglob("__pycache__/*.nb*"))
+    env = {**_env(shared), "XDG_CACHE_HOME": str(tmp_path / "home")}
+    code = ("import particles, particles._numba as nb\n"
+            "from numba.core import event\n"
+            "n = []\n"
+            "class L(event.Listener):\n"
+            "    def on_start(self, ev): n.append(1)\n"
+            "    def on_end(self, ev): pass\n"
+            "event.register('numba:compile', L())\n"
+            "particles.simulate(12, 3, 2.0, model='sa', integrator='euler', dt=0.05, T=1.0,\n"
+            "                   save_every=5, seed=0)\n"
+            f"print(len(n), any(k.startswith({str(shared)!r}) for k in nb.LOADS),\n"
+            "      nb.cache_dir()[1])\n")
+    with read_only(shared):
+        proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600)
+        info = subprocess.run([sys.executable, "-m", "particles_cli", "info", "--cache"],
+                              env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["0", "True", "per-user"], proc.stdout
+    assert sorted((ROOT / "particles").rglob("__pycache__/*.nb*")) == tree  # nothing new
+    assert info.returncode == 0, info.stderr
+    assert f"loads also   {shared}" in info.stdout and "(per-user)" in info.stdout
 
 
 def _particles(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
