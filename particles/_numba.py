@@ -422,6 +422,17 @@ def _writable_dir(path: Path) -> bool:
     return True
 
 
+_WRITABLE: dict[str, bool] = {}
+
+
+def _writable_once(path: str) -> bool:
+    """:func:`_writable_dir`, asked once per directory and process (every cached
+    kernel's cache asks it)."""
+    if path not in _WRITABLE:
+        _WRITABLE[path] = _writable_dir(Path(path))
+    return _WRITABLE[path]
+
+
 def cache_dir() -> tuple[Path, str]:
     """Where the entry points of this installation write new cache entries, and why.
 
@@ -448,17 +459,13 @@ def cache_dir() -> tuple[Path, str]:
 
 def cache_load_dirs() -> list[Path]:
     """Every directory entries are loaded from, in the order they are tried: the
-    one :func:`cache_dir` writes to, then the read-only ones that exist (a
-    filled cache in a shared software tree or a read-only ``NUMBA_CACHE_DIR``
-    serves loads; new entries go to the writable one)."""
+    one :func:`cache_dir` writes to, then the preferred one when it is read-only
+    (a filled cache in a shared software tree, a read-only ``NUMBA_CACHE_DIR``),
+    which serves loads while new entries go to the writable one."""
     write, _ = cache_dir()
     env = os.environ.get("NUMBA_CACHE_DIR")
-    found = [write]
-    for p in ([Path(env)] if env else []) + [Path(__file__).parent / "__pycache__",
-                                              user_cache_dir()]:
-        if p not in found and p.is_dir():
-            found.append(p)
-    return found
+    preferred = Path(env) if env else Path(__file__).parent / "__pycache__"
+    return [write] + ([preferred] if preferred != write and preferred.is_dir() else [])
 
 
 def _warn_once(what: str, exc: BaseException) -> None:
@@ -487,14 +494,15 @@ def _robust_cache_class():
     from numba.core import config as numba_config
 
     def _load_paths(py_func, py_file) -> list[str]:
-        """The cache directories of ``py_func`` that may hold entries, writable or
-        not: NUMBA_CACHE_DIR's, the in-tree ``__pycache__``, the per-user one."""
-        paths = []
+        """The read-only cache directory of ``py_func`` that would be used if it
+        could take writes (a read-only NUMBA_CACHE_DIR, or the installation's
+        ``__pycache__`` when no NUMBA_CACHE_DIR is set), which then serves loads;
+        a writable one is the only cache (an empty NUMBA_CACHE_DIR is cold)."""
         if numba_config.CACHE_DIR:
-            paths.append(caching.UserProvidedCacheLocator(py_func, py_file).get_cache_path())
-        paths.append(caching.InTreeCacheLocator(py_func, py_file).get_cache_path())
-        paths.append(PerUserLocator(py_func, py_file).get_cache_path())
-        return paths
+            preferred = caching.UserProvidedCacheLocator(py_func, py_file).get_cache_path()
+        else:
+            preferred = caching.InTreeCacheLocator(py_func, py_file).get_cache_path()
+        return [] if _writable_once(preferred) else [preferred]
 
     class PerUserLocator(caching.UserWideCacheLocator):
         """``user_cache_dir()/<source dir>_<hash>`` (Numba's own user-wide

@@ -501,3 +501,25 @@ def test_readme_documents_the_mean_field_commands():
                      "particles.load_density"):
         assert fragment in readme
 
+
+
+@pytest.mark.parametrize("damage", ["nan", "short time axis"])
+def test_a_damaged_density_file_is_refused_in_one_line(written, tmp_path, damage):
+    """Issue 25 item 9: a NaN density, and a 3-entry time axis beside every frame of a
+    file marked complete, were read, plotted and 'resumed' as if whole."""
+    import shutil
+
+    path = tmp_path / "d.h5"
+    shutil.copy(written, path)
+    with h5py.File(path, "r+") as f:
+        if damage == "nan":
+            f["observables/density/value"][1, 3] = np.nan
+        else:
+            f["observables/density/time"].resize((3,))
+    for read in (load_density, read_density_summary):
+        with pytest.raises(TrajectoryFileError, match="a damaged file") as err:
+            read(path)
+        assert "\n" not in str(err.value)
+    for args in (["info", path], ["plot", path, "--out", tmp_path / "p.png"],
+                 ["meanfield", "--out", path, "--resume"]):
+        usage_error(invoke(*args), "damaged file")

@@ -489,6 +489,38 @@ def test_the_forced_stop_line_names_the_command_that_continues_the_file(tmp_path
     assert describe().endswith(f"continue with: particles sweep --resume --out {out}")
 
 
+_DAMAGES = {
+    "no sweep group": lambda f: f.__delitem__("sweep"),
+    "no statistics": lambda f: f["sweep"].__delitem__("stats"),
+    "garbled sweep JSON": lambda f: f["parameters"].attrs.__setitem__("sweep", "{not json"),
+    "garbled dims": lambda f: [f["sweep/stats"][k].attrs.__setitem__("dims", "[")
+                               for k in f["sweep/stats"]],
+    "no axes": lambda f: f["sweep"].__delitem__("axes"),
+    "3 save times for 11 frames": lambda f: (f["sweep"].__delitem__("time"),
+                                             f["sweep"].create_dataset("time", data=[0., 1, 2])),
+}
+
+
+@pytest.mark.parametrize("damage", list(_DAMAGES))
+def test_a_damaged_sweep_file_is_one_line_everywhere(reference, tmp_path, damage):
+    """Issue 25 item 9: damaged sweep files gave 19 CLI tracebacks and raw KeyError,
+    JSONDecodeError or xarray errors from particles.sweep.load."""
+    import shutil
+
+    path = tmp_path / "d.h5"
+    shutil.copy(reference, path)
+    with h5py.File(path, "r+") as f:
+        _DAMAGES[damage](f)
+    with pytest.raises(SweepError, match=r"d\.h5") as err:
+        load(path)
+    assert "\n" not in str(err.value)
+    for args in (["info", path], ["plot", path, "--out", tmp_path / "p.png"],
+                 ["sweep", "export", path, "--csv", tmp_path / "e.csv"],
+                 ["sweep", "--out", path, "--resume"]):
+        usage_error(invoke(*args), "d.h5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.h5"]
+
+
 def test_simulation_config_fields_are_sweep_options():
     from particles_cli.sweep import sweep as command
 

@@ -329,11 +329,12 @@ def _read_model(f: h5py.File, model: str, path: Path) -> Trajectory | None:
     """One model's groups as a Trajectory (None if it holds no frame yet), with the
     checks of a single-run file."""
     params, config = _model_config(f, model, path)
-    k, names = inspect_group(f, path, config, model, f"observables/{model}", label=model)
+    complete = bool(params.attrs.get("complete", 0))
+    k, names = inspect_group(f, path, config, model, f"observables/{model}", label=model,
+                             complete=complete)
     if k == 0:  # stopped before its first frame reached the disk
         return None
     pos = f[f"particles/{model}/position"]
-    complete = bool(params.attrs.get("complete", 0)) and k == len(config.output_times())
     return Trajectory(
         times=np.asarray(pos["time"][:k], dtype=np.float64),
         steps=np.asarray(pos["step"][:k], dtype=np.int64),
@@ -454,9 +455,11 @@ def read_comparison_summary(path: str | Path) -> ComparisonSummary:
             frames[m] = expected[m] = 0
             if m in f["particles"]:
                 params, config = _model_config(f, m, p)
-                k, _ = inspect_group(f, p, config, m, f"observables/{m}", label=m)
+                flag = bool(params.attrs.get("complete", 0))
+                k, _ = inspect_group(f, p, config, m, f"observables/{m}", label=m,
+                                     complete=flag)
                 frames[m], expected[m] = k, len(config.output_times())
-                done.append(bool(params.attrs.get("complete", 0)) and k == expected[m])
+                done.append(flag)
         complete = (bool(f["parameters"].attrs.get("complete", 0))
                     and len(done) == len(models) and all(done))
         return ComparisonSummary(p, tuple(models), frames, expected, complete)
@@ -490,6 +493,9 @@ class ComparisonKind:
 
     def summarize(self, path: Path) -> ComparisonSummary:
         return read_comparison_summary(path)
+
+    def load(self, path: Path):
+        return load_comparison(path)
 
     def expected(self, spec: ComparisonSpec) -> int:
         return sum(len(c.output_times()) for c in spec.configs.values())

@@ -63,6 +63,7 @@ from particles.io.hdf5 import (
     create_file,
     file_error,
     file_kind,
+    finite_frames,
     open_read,
     read_retrying,
     reopen_file,
@@ -371,7 +372,12 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
     missing = [n for n in OBSERVABLES if n not in names]
     if missing:
         raise file_error(path, f"no observable {', '.join(missing)} (the solver's state)")
-    complete = bool(params.attrs.get("complete", 0)) and frames == len(save_times(config))
+    complete = bool(params.attrs.get("complete", 0))
+    expected = len(save_times(config))  # (no frame at all is said above)
+    if complete and (frames != expected or max(lengths) != frames):
+        spread = f"; its datasets hold {frames} to {max(lengths)}" if max(lengths) != frames else ""
+        raise file_error(path, f"it is marked complete but holds {frames} of {expected} "
+                         f"frames{spread} (a damaged file)")
     return _Header(config, frames, complete, tuple(names))
 
 
@@ -395,7 +401,10 @@ def read_density_summary(path: str | Path) -> DensitySummary:
             step=int(element["step"][last]),
             complete=h.complete,
             observables=h.observables,
-            final=np.asarray(element["value"][last], dtype=np.float64),
+            # every frame checked (a density file is small): resume and info must
+            # not take a damaged one for a finished solve
+            final=finite_frames(np.asarray(element["value"][:h.frames], dtype=np.float64),
+                                Path(path), "the density")[-1],
             final_observables={n: float(f["observables"][n]["value"][last])
                                for n in h.observables},
         )
@@ -452,7 +461,8 @@ def load_density(path: str | Path) -> StoredDensity:
                for n in h.observables}
         steps = np.asarray(element["step"][:k], dtype=np.int64)
         times = np.asarray(element["time"][:k], dtype=np.float64)
-        rho = np.asarray(element["value"][:k], dtype=np.float64)
+        rho = finite_frames(np.asarray(element["value"][:k], dtype=np.float64), Path(path),
+                            "the density")
         final = SolverState(t=float(times[-1]), rho=rho[-1].copy(),
                             dt=float(obs["step_size"][-1]), steps=int(steps[-1]),
                             rejected=int(obs["rejected_steps"][-1]))
@@ -506,6 +516,9 @@ class DensityKind:
 
     def summarize(self, path: Path) -> DensitySummary:
         return read_density_summary(path)
+
+    def load(self, path: Path):
+        return load_density(path)
 
     def expected(self, spec: MeanFieldConfig) -> int:
         return len(save_times(spec))

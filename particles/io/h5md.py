@@ -94,6 +94,7 @@ from particles.io.hdf5 import (
     create_file,
     file_error,
     file_kind,
+    finite_frames,
     read_retrying,
     reopen_file,
     write_header,
@@ -205,6 +206,8 @@ def inspect_group(
     group: str,
     observables: str,
     label: str = "",
+    *,
+    complete: bool = False,
 ) -> tuple[int, tuple[str, ...]]:
     """Check one particle group and its observables against ``config``.
 
@@ -222,6 +225,10 @@ def inspect_group(
         ``observables/<group>``).
     label : str
         How the messages name the group (empty for the only one).
+    complete : bool
+        Whether the group is marked complete: then every frame dataset must
+        hold every frame (a writer marks a group complete only after its last
+        frame is on disk; anything else is damage, not a killed run).
 
     Returns
     -------
@@ -265,9 +272,15 @@ def inspect_group(
             )
         names.append(name)
         lengths.append(data.shape[0])
-    if keep_all:
-        return min(lengths), tuple(names)
-    return _resume_frames(elements, names, lengths, pos), tuple(names)
+    frames = min(lengths) if keep_all else _resume_frames(elements, names, lengths, pos)
+    if complete and frames:  # (none at all: the callers say so)
+        expected, longest = expected_frames(config), max(lengths, default=frames)
+        if frames != expected or longest != frames:
+            spread = f"; its datasets hold {frames} to {longest}" if longest != frames else ""
+            who = f"model {label!r}" if label else "it"
+            raise file_error(path, f"{who} is marked complete but holds {frames} of "
+                             f"{expected} frames{spread} (a damaged file)")
+    return frames, tuple(names)
 
 
 def _resume_frames(elements, names, lengths, pos) -> int:
@@ -299,11 +312,10 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
         raise file_error(path, "no /parameters attribute config") from None
     except (ValueError, TypeError) as exc:
         raise file_error(path, f"stored configuration is not valid: {exc}") from None
-    frames, names = inspect_group(f, path, config, GROUP, "observables")
+    complete = bool(params.attrs.get("complete", 0))
+    frames, names = inspect_group(f, path, config, GROUP, "observables", complete=complete)
     if frames == 0:
         raise file_error(path, "holds no frames")
-    expected = expected_frames(config)
-    complete = bool(params.attrs.get("complete", 0)) and frames == expected
     return _Header(config, frames, complete, names)
 
 
@@ -341,10 +353,12 @@ def load(path: str | Path):
         kept = {"all": slice(0, k), "final": slice(0, 1), "none": slice(0, 0)}
         clock = (pos if h.config.positions == "all"
                  else clock_element(f["observables"], h.observables))
+        positions = finite_frames(np.asarray(pos["value"][kept[h.config.positions]],
+                                             dtype=np.float64), Path(path), "positions")
         return Trajectory(
             times=np.asarray(clock["time"][:k], dtype=np.float64),
             steps=np.asarray(clock["step"][:k], dtype=np.int64),
-            positions=np.asarray(pos["value"][kept[h.config.positions]], dtype=np.float64),
+            positions=positions,
             observables=read_observables(f, h.observables, slice(0, k)),
             config=h.config,
             complete=h.complete,
@@ -385,7 +399,8 @@ def read_summary(path: str | Path) -> RunSummary:
             step=int(pos["step"][at]),
             complete=h.complete,
             observables=h.observables,
-            final=np.asarray(pos["value"][at], dtype=np.float64),
+            final=finite_frames(np.asarray(pos["value"][at], dtype=np.float64)[None],
+                                Path(path), "positions", first=at)[0],
             final_observables={k: (v if v.ndim else float(v)) for k, v in final_obs.items()},
         )
 
@@ -588,6 +603,9 @@ class TrajectoryKind:
 
     def summarize(self, path: Path) -> RunSummary:
         return read_summary(path)
+
+    def load(self, path: Path):
+        return load(path)
 
     def expected(self, spec: SimulationConfig) -> int:
         return expected_frames(spec)

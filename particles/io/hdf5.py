@@ -59,6 +59,7 @@ __all__ = [
     "create_file",
     "file_error",
     "file_kind",
+    "finite_frames",
     "open_read",
     "partial_owner",
     "read_retrying",
@@ -264,6 +265,19 @@ def partial_owner(path: str | Path) -> bool:
         return False
     f.close()
     return False
+
+
+def finite_frames(frames: np.ndarray, path: Path, what: str, first: int = 0) -> np.ndarray:
+    """``frames`` (frame axis first), or a one-line error naming the first frame
+    holding NaN or infinity: no writer stores one (a run stops before such a
+    frame), so one on disk is damage."""
+    if frames.size == 0:
+        return frames
+    bad = ~np.isfinite(frames.reshape(frames.shape[0], -1)).all(axis=1)
+    if bad.any():
+        raise file_error(path, f"{what} of frame {first + int(np.argmax(bad))} holds NaN or "
+                         "infinity (a damaged file)")
+    return frames
 
 
 # ---------------------------------------------------------------- datasets

@@ -138,6 +138,10 @@ class FileKind(Protocol):
         """What the file holds (raises :attr:`error` for a file it cannot read)."""
         ...
 
+    def load(self, path: Path) -> Any:
+        """Everything the file holds, read (raises :attr:`error` as :meth:`summarize`)."""
+        ...
+
     def expected(self, spec: Any) -> int:
         """Items of the complete file."""
         ...

@@ -73,8 +73,8 @@ from particles.io.hdf5 import (
 from particles.io.kinds import Example, register
 
 __all__ = ["FORMAT", "KIND", "SWEEP", "SweepHeader", "SweepLayout", "SweepWriter", "TaskRows",
-           "is_sweep", "is_sweep_file", "open_sweep", "read_header", "read_stats",
-           "read_systems"]
+           "check_layout", "is_sweep", "is_sweep_file", "open_sweep", "read_contents",
+           "read_header", "read_stats", "read_systems"]
 
 #: ``/parameters`` attribute ``kind`` of a sweep file.
 KIND = "sweep"
@@ -162,12 +162,61 @@ def open_sweep(path: str | Path) -> h5py.File:
         if not is_sweep(f):
             raise sweep_error(path, "not a particles sweep file (no /parameters kind='sweep')")
         schema = int(f["parameters"].attrs.get("particles_schema", 0))
-        if schema > SCHEMA_VERSION or int(f["sweep"].attrs.get("format", 0)) > FORMAT:
+        if "sweep" in f and (schema > SCHEMA_VERSION
+                             or int(f["sweep"].attrs.get("format", 0)) > FORMAT):
             raise sweep_error(path, "written by a newer version of particles; upgrade to read it")
+        check_layout(f, path)
     except BaseException:
         f.close()
         raise
     return f
+
+
+def check_layout(f: h5py.File, path: Path) -> None:
+    """Check the layout of an open sweep file (metadata only: shapes, the JSON
+    attributes), so that every reader meets a whole file or one line naming
+    what is wrong.
+
+    Raises
+    ------
+    SweepError
+        ``PATH: damaged sweep file (...)``.
+    """
+    try:
+        json.loads(f["parameters"].attrs["sweep"])
+        g = f["sweep"]
+        axes = json.loads(g.attrs["axes"])
+        points, runs = int(g.attrs["points"]), int(g.attrs["runs"])
+        sizes = {k: g["axes"][k].shape[0] for k in axes}
+        sizes.update(time=g["time"].shape[0], delta=g["delta"].shape[0],
+                     quantile=g["quantile"].shape[0], clusters=g["clusters"].shape[0],
+                     system=runs)
+        problems = []
+        if math.prod(sizes[k] for k in axes) != points or g["configs"].shape != (points,):
+            problems.append(f"{points} grid points, but axes of {[sizes[k] for k in axes]} "
+                            f"values and {g['configs'].shape[0]} configurations")
+        if g["done"].shape != (points, runs):
+            problems.append(f"done flags of shape {g['done'].shape}, not {(points, runs)}")
+        systems = g["systems"]
+        for name in (*FRAME_DATASETS, *SYSTEM_DATASETS):
+            ds = systems[name]
+            frames = (sizes["time"],) if name in FRAME_DATASETS else ()
+            if ds.shape[:2 + len(frames)] != (points, runs, *frames):
+                problems.append(f"systems/{name} of shape {ds.shape} for {points} points, "
+                                f"{runs} systems" + (f", {sizes['time']} save times"
+                                                     if frames else ""))
+        for name, ds in g["stats"].items():
+            dims = json.loads(ds.attrs["dims"])
+            want = tuple(sizes.get(d, -1) for d in dims)
+            if ds.shape != want:
+                problems.append(f"statistic {name} of shape {ds.shape}, its dimensions "
+                                f"{dims} being {want}")
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        # a missing group or attribute, JSON that does not parse
+        raise sweep_error(path, f"damaged sweep file ({type(exc).__name__}: "
+                          f"{' '.join(str(exc).split())})") from None
+    if problems:
+        raise sweep_error(path, f"damaged sweep file ({problems[0]})")
 
 
 def read_header(path: str | Path) -> SweepHeader:
@@ -200,6 +249,27 @@ def read_stats(f: h5py.File) -> dict[str, tuple[np.ndarray, tuple[str, ...]]]:
     """Aggregated statistics: ``name -> (values, dimension names)``."""
     g = f["sweep/stats"]
     return {k: (g[k][()], tuple(json.loads(g[k].attrs["dims"]))) for k in g}
+
+
+def read_contents(path: str | Path) -> dict[str, Any]:
+    """Everything a sweep file holds: ``header`` (:class:`SweepHeader`), ``systems``
+    (dataset name -> (points, runs, ...) array) and ``stats`` (as
+    :func:`read_stats`).
+
+    Raises
+    ------
+    SweepError
+        Not a sweep file, or a damaged one (one line).
+    """
+    path = Path(path)
+    header = read_header(path)
+    with open_sweep(path) as f:
+        try:
+            systems = {k: ds[()] for k, ds in f["sweep/systems"].items()}
+            return {"header": header, "systems": systems, "stats": read_stats(f)}
+        except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
+            raise sweep_error(path, f"damaged sweep file ({type(exc).__name__}: "
+                              f"{exc})") from None
 
 
 def _chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -538,6 +608,9 @@ class SweepKind:
 
     def summarize(self, path: Path) -> SweepHeader:
         return read_header(path)
+
+    def load(self, path: Path) -> dict[str, Any]:
+        return read_contents(path)
 
     def expected(self, spec: SweepLayout) -> int:
         return spec.points * spec.runs

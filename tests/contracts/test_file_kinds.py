@@ -146,6 +146,7 @@ def reference(kind, tmp_path_factory) -> Path:
 
 
 def test_an_uninterrupted_session_is_complete_and_read_back(kind, reference):
+    assert kind.load(reference) is not None
     summary = kind.summarize(reference)
     assert summary.complete and summary.items == summary.items_expected
     with h5py.File(reference, "r") as f:
@@ -226,3 +227,67 @@ def test_a_kind_registered_in_a_test_gets_the_contract(tmp_path):
     contract = [f for name, f in globals().items() if name.startswith("test_")
                 and "kind" in inspect.signature(f).parameters]
     assert f"{len(contract)} passed" in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
+
+
+def _damages(path: Path):
+    """Every way the contract damages a file: ``(name, damage(file))``.
+
+    Each dataset deleted, cut to half its frames, or given a NaN; each string
+    attribute (JSON) garbled; the whole file truncated.
+    """
+    with h5py.File(path, "r") as f:
+        datasets = []
+        f.visititems(lambda name, obj: datasets.append(name)
+                     if isinstance(obj, h5py.Dataset) else None)
+        attrs = [(name, key) for name in ["", *datasets] for key, value in
+                 (f[name] if name else f).attrs.items() if isinstance(value, str)]
+        attrs += [(f"parameters/{name}", key) for name in f["parameters"].keys()
+                  if isinstance(f["parameters"][name], h5py.Group)
+                  for key, value in f["parameters"][name].attrs.items()
+                  if isinstance(value, str)]
+        attrs += [("parameters", key) for key, value in f["parameters"].attrs.items()
+                  if isinstance(value, str)]
+    for name in datasets:
+        yield f"delete {name}", lambda g, n=name: g.__delitem__(n)
+
+        def halve(g, n=name):
+            ds = g[n]
+            if ds.maxshape and ds.maxshape[0] is None and ds.shape[0] > 1:
+                ds.resize(ds.shape[0] // 2, axis=0)
+
+        yield f"halve {name}", halve
+
+        def poison(g, n=name):
+            ds = g[n]
+            if ds.dtype.kind == "f" and ds.size:
+                ds[(0,) * ds.ndim] = np.nan
+
+        yield f"NaN in {name}", poison
+    for name, key in attrs:
+        where = name or "/"
+        yield f"garble {where}:{key}", lambda g, n=name, k=key: (
+            g[n] if n else g).attrs.__setitem__(k, "{garbled")
+
+
+def test_a_damaged_file_is_refused_in_one_line_naming_it(kind, reference, tmp_path):
+    """Every reader of a kind raises the kind's own error, in one line naming the
+    file, for every damage (or reads a file the damage left readable): never a
+    KeyError, a JSONDecodeError or a traceback (issue 25 item 9)."""
+    import shutil
+
+    damaged = tmp_path / "damaged.h5"
+    for name, damage in _damages(reference):
+        shutil.copy(reference, damaged)
+        with h5py.File(damaged, "r+") as f:
+            damage(f)
+        for read in (kind.summarize, kind.load):
+            try:
+                read(damaged)
+            except kind.error as exc:
+                text = str(exc)
+                assert "\n" not in text and str(damaged) in text, (name, read, text)
+    raw = reference.read_bytes()
+    damaged.write_bytes(raw[: len(raw) // 3])
+    for read in (kind.summarize, kind.load):
+        with pytest.raises(kind.error, match="truncated or damaged"):
+            read(damaged)
