@@ -49,12 +49,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
-from particles._numba import cached, jit, prange, specialize
+from particles._numba import cached, jit, kernel_key, prange, specialize
 from particles.fastexp import exp_row
-from particles.fields.kernels import KERNELS, log_kernel_reference
+from particles.fields.kernels import KERNELS, Kernel, log_kernel_reference
 from particles.fields.weights import draw_layer, is_random
 
 #: from this many tokens on, beta = 0 observables on the circle use sorted
@@ -459,40 +460,6 @@ def observe(names: Sequence[str], Xb: np.ndarray, beta: float, masses: np.ndarra
 
 
 # ------------------------------------------------- the energy of the kernel that ran
-@jit
-def _log_edp(q, k, beta):
-    s = 0.0
-    for a in range(q.shape[0]):
-        s += q[a] * k[a]
-    return beta * s
-
-
-@jit
-def _log_rbf(q, k, tau):
-    s = 0.0
-    for a in range(q.shape[0]):
-        t = q[a] - k[a]
-        s += t * t
-    return -tau * s
-
-
-#: kernel -> (jitted ``logkappa(q, k, param)``, ``a``): the energy's scale is
-#: ``c = a * param`` for kernels whose log is linear in their parameter (``a``
-#: set: ``edp``, ``rbf``, ``intersection``), whose ``c -> 0`` limit is
-#: ``(1/(2 N^2)) sum_ij m_i m_j logkappa(q_i, k_j, 1) / a`` (the default
-#: ``E_0`` for ``edp``); ``c = 1`` for the others (``a`` None).
-_ENERGY_KERNELS: dict[str, tuple] = {}
-
-
-def _energy_kernels() -> dict[str, tuple]:
-    if not _ENERGY_KERNELS:
-        own = {"edp": (_log_edp, 1.0), "rbf": (_log_rbf, 2.0)}
-        for name, kernel in KERNELS.items():
-            linear = {"intersection": 1.0}.get(name)
-            _ENERGY_KERNELS[name] = own.get(name, (kernel.logkappa, linear))
-    return _ENERGY_KERNELS
-
-
 logkappa = None  # bound per kernel by specialize
 
 
@@ -515,14 +482,13 @@ def _kernel_sums(q, k, m, param, shift, out):
     out[1] = g
 
 
-_KERNEL_SUMS: dict[str, object] = {}
-
-
-def _kernel_sums_of(kernel: str):
-    if kernel not in _KERNEL_SUMS:
-        _KERNEL_SUMS[kernel] = specialize(_kernel_sums, f"energy_{kernel}", cache=True,
-                                          logkappa=_energy_kernels()[kernel][0])
-    return _KERNEL_SUMS[kernel]
+@cache
+def _kernel_sums_of(kernel: Kernel):
+    """The compiled energy sums of a registry entry (its declared ``energy_kappa``),
+    made once per entry: an entry registered at any time has its energy."""
+    kappa = kernel.energy_kappa
+    return specialize(_kernel_sums, f"energy_{kernel.name}_{kernel_key(kappa)}", cache=True,
+                      logkappa=kappa)
 
 
 @dataclass(frozen=True)
@@ -609,6 +575,8 @@ def energy_definition(config) -> EnergyDefinition:
         why = f"normalization {config.normalization!r}"
     elif is_random(config):
         why = "random weights"
+    elif KERNELS[config.kernel].energy_kappa is None:
+        why = "its registry entry declares no pointwise log kappa"
     if why is None:
         Q, K, _ = draw_layer(config, 0)
         Q, K = np.asarray(Q[0], dtype=np.float64), np.asarray(K[0], dtype=np.float64)
@@ -631,12 +599,12 @@ def energy_definition(config) -> EnergyDefinition:
         K=np.ascontiguousarray(K), log_bound=L,
         definition=(f"1/(2 c N^2) sum_ij m_i m_j kappa(Q x_i, K x_j), kappa = "
                     f"{kernel.formula}, {kernel.parameter} = {param:g}, c = "
-                    f"{_energy_scale(config.kernel, param):g} (energy_normalized: e^-L "
+                    f"{_energy_scale(kernel, param):g} (energy_normalized: e^-L "
                     f"(1/N^2) sum, L = {L:.6g})"))
 
 
-def _energy_scale(kernel: str, param: float) -> float:
-    a = _energy_kernels()[kernel][1]
+def _energy_scale(kernel: Kernel, param: float) -> float:
+    a = kernel.energy_scale
     return 1.0 if a is None else a * param
 
 
@@ -658,9 +626,9 @@ def kernel_energy(Xb: np.ndarray, masses: np.ndarray,
     X = np.asarray(Xb, dtype=np.float64)
     m = np.ascontiguousarray(masses, dtype=np.float64)
     N = m.sum()
-    kern, a = definition.kernel, _energy_kernels()[definition.kernel][1]
-    c = _energy_scale(kern, definition.param)
-    fn = _kernel_sums_of(kern)
+    kernel = KERNELS[definition.kernel]
+    a, c = kernel.energy_scale, _energy_scale(kernel, definition.param)
+    fn = _kernel_sums_of(kernel)
     energy = np.empty(X.shape[0])
     norm = np.empty(X.shape[0])
     sums = np.empty(2)
@@ -688,10 +656,11 @@ def kernel_energy_reference(X: np.ndarray, masses: np.ndarray | None,
     N = m.sum()
     q, k = X @ definition.Q.T, X @ definition.K.T
     mm = np.outer(m, m)
-    kern, a = definition.kernel, _energy_kernels()[definition.kernel][1]
+    kern = definition.kernel
+    kernel = KERNELS[kern]
     norm = float((mm * np.exp(log_kernel_reference(kern, q, k, definition.param)
                               - definition.log_bound)).sum() / N**2)
     linear = float((mm * log_kernel_reference(kern, q, k, 1.0)).sum() / N**2)
-    c = _energy_scale(kern, definition.param)
+    a, c = kernel.energy_scale, _energy_scale(kernel, definition.param)
     return {"energy": _energy_value(norm, linear, c, a, definition.log_bound),
             "energy_normalized": norm}
