@@ -27,8 +27,8 @@ from particles.compare import (
     compare_models,
 )
 from particles.config import parse_init
-from particles.fields import MODELS
 from particles.io import OutputPathError
+from particles.models import MODELS
 
 #: the configuration options of `simulate` that `compare` shares (same help texts);
 #: d is always 2, and the attention matrices, kernel and batch are not compared.

@@ -14,6 +14,7 @@ from particles.observables import (
     NAMES,
     OBSERVERS,
     PAIRWISE_DEFAULT_MAX_N,
+    Context,
     compute_observables,
     default_observers,
     observables_reference,
@@ -64,7 +65,7 @@ def test_order_observer_matches_the_pairwise_values(batch, n):
     X = sphere.uniform(n, d, rng=np.random.default_rng(0), batch=batch).reshape(-1, n, d)
     m = np.linspace(0.5, 1.5, n)
     full = compute_observables(X, 2.0, m)
-    part = OBSERVERS["order"].compute(X, 2.0, m)
+    part = OBSERVERS["order"].compute(X, Context(masses=m, beta=2.0))
     for k in OBSERVERS["order"].datasets:
         np.testing.assert_allclose(part[k], full[k], rtol=1e-13, atol=1e-15)
     ref = observables_reference(X[0], 2.0, m)
@@ -75,12 +76,13 @@ def test_observe_selects_and_deduplicates():
     X = sphere.uniform(12, 3, rng=np.random.default_rng(1))[None]
     m = np.ones(12)
     full = compute_observables(X, 1.0, m)
-    both = observe(("order", "pairwise"), X, 1.0, m)
+    ctx = Context(masses=m, beta=1.0)
+    both = observe(("order", "pairwise"), X, ctx)
     # registry order, each dataset once, computed by the pairwise pass: today's bits
     assert list(both) == list(NAMES)
     for k in NAMES:
         np.testing.assert_array_equal(both[k], full[k])
-    assert list(observe(("order",), X, 1.0, m)) == ["order_parameter", "mean_inner_product"]
+    assert list(observe(("order",), X, ctx)) == ["order_parameter", "mean_inner_product"]
 
 
 def test_default_run_records_the_same_values_as_before():

@@ -39,6 +39,7 @@ import numpy as np
 from particles._numba import jit, prange, specialize, view2d
 from particles.fastexp import exp_scalar
 from particles.fields import attention
+from particles.fields.base import DriftSet
 
 #: from this dimension on, the attention kernels multiply row blocks with BLAS.
 #: Measured (one thread, float64, these machines): BLAS blocks beat the direct
@@ -316,8 +317,9 @@ class Kernel:
         ``logkappa(q, k, param) -> float`` for one pair, ``q, k`` of shape
         (d,): the generic pair loop's kernel.  Needed unless ``drifts`` is given.
     drifts : callable, optional
-        ``drifts(n, d) -> (serial, parallel, workspace, name)``: a kernel's
-        own fast single-head drifts (edp, rbf) instead of the pair loop.
+        ``drifts(n, d) -> DriftSet`` (or the tuple ``(serial, parallel,
+        workspace, name)``): a kernel's own fast single-head drifts (edp, rbf)
+        instead of the pair loop.
     time_change : bool
         Whether the kernel's drift takes the USA shift ``c`` (so that
         ``usa_scale="n_exp_beta"`` is allowed): the edp kernel only.
@@ -366,12 +368,14 @@ class Kernel:
                                 parallel=parallel, logkappa=self.logkappa)
                      for parallel in (False, True))
 
-    def single_head(self, n: int, d: int) -> tuple[Callable, Callable, Callable[[int], int], str]:
-        """``(serial, parallel, workspace, name)`` of the single-head softmax/USA drift."""
+    def single_head(self, n: int, d: int) -> DriftSet:
+        """The single-head softmax/USA drift pair (a kernel's own ``drifts`` may return
+        a plain ``(serial, parallel, workspace, name)`` tuple: no BLAS)."""
         if self.drifts is not None:
-            return self.drifts(n, d)
+            return DriftSet(*self.drifts(n, d))
         serial, parallel = self.pair_drifts
-        return serial, parallel, (lambda c: pair_workspace_size(n, d, c)), f"pair_{self.name}"
+        return DriftSet(serial, parallel, (lambda c: pair_workspace_size(n, d, c)),
+                        f"pair_{self.name}")
 
     def params(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, logm: np.ndarray,
                param: float, normalized: bool, usa_shift: float, qk_identity: bool,
@@ -409,16 +413,17 @@ def _edp_drifts(n: int, d: int) -> tuple:
         return attention.workspace_size(n, d, c, blas)
 
     if blas:
-        return (attention.attention_blas_serial, attention.attention_blas_parallel, ws, "blas")
-    return (*attention.direct_kernels(d), ws, "direct")
+        return DriftSet(attention.attention_blas_serial, attention.attention_blas_parallel, ws,
+                        "blas", blas=True)
+    return DriftSet(*attention.direct_kernels(d), ws, "direct")
 
 
 def _rbf_drifts(n: int, d: int) -> tuple:
     blas = d >= BLAS_MIN_D
     ser, par = ((rbf_blas_serial, rbf_blas_parallel) if blas
                 else (rbf_direct_serial, rbf_direct_parallel))
-    return (ser, par, (lambda c: 2 * n + attention.workspace_size(n, d, c, blas)),
-            "rbf_blas" if blas else "rbf_direct")
+    return DriftSet(ser, par, (lambda c: 2 * n + attention.workspace_size(n, d, c, blas)),
+                    "rbf_blas" if blas else "rbf_direct", blas=blas)
 
 
 def _edp_reference(X, param, *, normalized, usa_shift, Q, K, V, masses):

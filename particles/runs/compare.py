@@ -51,8 +51,8 @@ from particles.errors import (
     IntegrationError,
     OutputPathError,
 )
-from particles.fields import MODELS
 from particles.io.compare import ComparisonWriter, ModelWriter, load_comparison
+from particles.models import MODELS
 from particles.plotting.compare import STYLES, comparison_figure, log_time, plot_comparison
 from particles.progress import Progress
 from particles.runs.session import OutputFile, check_output_path, guard, stopped
