@@ -129,3 +129,17 @@ def test_step_size_warning_takes_the_fields_rates():
     (w,) = [c for c in caught if issubclass(c.category, StepSizeWarning)]
     assert "only the fast tokens are at risk: 1 of 100 tokens (1.00%)" in str(w.message)
     assert w.filename == __file__
+
+
+@pytest.mark.parametrize("model", ["kuramoto", "sa", "usa"])
+def test_angle_field_drifts_match_their_numpy_twin(model):
+    n = 9
+    rng = np.random.default_rng(3)
+    field = angle_field(model, n, beta=2.0, coupling=1.5, omega=rng.normal(size=n),
+                        masses=np.linspace(0.5, 2.0, n))
+    theta = rng.uniform(-np.pi, np.pi, (n, 1))
+    for drift in (field.serial, field.parallel):
+        out = np.empty((n, 1))
+        drift(theta, field.params, out, np.empty(field.workspace(1)))
+        np.testing.assert_allclose(out, field.reference(theta), rtol=1e-12, atol=1e-13)
+    assert field.pairwise == (model != "kuramoto")
