@@ -43,9 +43,9 @@ import numpy as np
 from particles.config import SimulationConfig
 from particles.engine import _blas_guard, execution_plan
 from particles.fastexp import exp_row
-from particles.fields import build_field
 from particles.integrators.driver import fixed_runner
 from particles.integrators.noise import no_keys
+from particles.models import build_field
 
 CASES = [
     # (label, n, d, batch)

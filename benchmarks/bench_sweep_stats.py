@@ -1,7 +1,7 @@
 """Seconds per frame-system of the sweep's statistics (``frame_statistics``).
 
 One frame of a sweep task is reduced to per-system statistics by
-:func:`particles.sweep.tasks.frame_statistics`: close pairs at several
+:func:`particles.observables.pairs.frame_statistics`: close pairs at several
 thresholds, the cluster count of the components detector and the energy,
 one compiled pass over the pairs.  This prints, for the papers' ensembles
 ``(systems, n, d) = (2048, 32, 2)``, ``(2048, 32, 3)`` and a large-n case
@@ -36,8 +36,8 @@ import numba
 import numpy as np
 
 from particles.fastexp import exp_row
+from particles.observables.pairs import frame_statistics
 from particles.sweep.grid import DEFAULT_DELTAS
-from particles.sweep.tasks import frame_statistics
 
 CASES = [(2048, 32, 2), (2048, 32, 3), (64, 2000, 3)]
 EPS = 0.05

@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_step import _time, numpy_layer
 from particles.config import SimulationConfig
 from particles.engine import _blas_guard, execution_plan
-from particles.fields import build_field
 from particles.fields.weights import draw_layer
 from particles.integrators.driver import fixed_runner
 from particles.integrators.noise import no_keys
+from particles.models import build_field
 
 CASES = [
     # (n, d, batch)

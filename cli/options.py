@@ -25,9 +25,10 @@ from particles.config import (
     SimulationConfig,
     parse_init,
 )
-from particles.fields import KERNELS, MODELS, NORMALIZATIONS
+from particles.fields import KERNELS, NORMALIZATIONS
 from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS
 from particles.integrators import INTEGRATORS
+from particles.models import MODELS
 from particles.observables import OBSERVERS, PAIRWISE_DEFAULT_MAX_N
 from particles.sphere import INITIAL_CONDITIONS
 

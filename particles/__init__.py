@@ -25,7 +25,7 @@ from particles.version import __version__
 _API: dict[str, str] = {
     "INTEGRATORS": "particles.integrators",
     "KERNELS": "particles.fields",
-    "MODELS": "particles.fields",
+    "MODELS": "particles.models",
     "IntegrationError": "particles.errors",
     "SimulationConfig": "particles.config",
     "StepSizeWarning": "particles.errors",
@@ -82,8 +82,9 @@ if TYPE_CHECKING:  # names for type checkers and IDEs
     from particles.config import SimulationConfig
     from particles.engine import run, simulate
     from particles.errors import IntegrationError, StepSizeWarning, TrajectoryFileError
-    from particles.fields import KERNELS, MODELS
+    from particles.fields import KERNELS
     from particles.integrators import INTEGRATORS
     from particles.io import load, load_density, read_summary
+    from particles.models import MODELS
     from particles.runs import run_to_file
     from particles.trajectory import Trajectory

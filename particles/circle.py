@@ -10,8 +10,9 @@ With ``omega = 0`` and ``c = 1`` these are exactly the embedded d = 2
 dynamics of ``simulate(..., d=2, model=...)`` for ``x_i = (cos theta_i, sin
 theta_i)``; at ``beta = 0`` all three are the Kuramoto model.
 
-This module is thin: the angle form is a *flat space* on the engine's
-integrators, runners and save-point loop (:func:`particles.engine.march`):
+This module is thin: the angle form is a :class:`~particles.models.Problem`
+in a *flat space*, integrated by the engine's one save-point loop
+(:func:`particles.engine.integrate`):
 fixed-step ``rk4`` and adaptive ``dopri5`` (Dormand-Prince 5(4), FSAL, the
 standard step-size controller, each angle's error against ``atol + rtol``)
 act on the phases, shaped (n, 1), with no projection.  The phases are kept
@@ -33,20 +34,19 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from particles.config import USA_SCALES, SimulationConfig, check_coupling
-from particles.engine import ROWS_PARALLEL_MIN_N, check_step_size, march
+from particles.engine import ROWS_PARALLEL_MIN_N, integrate
 from particles.fields.angle import (
     ANGLE_MODELS,
-    OrderParameter,
     angle_drift,
+    angle_field,
     angle_params,
     angle_velocity_reference,
     angle_workspace,
-    order_parameter,
 )
 from particles.fields.kuramoto import resolve_frequencies
 from particles.integrators import INTEGRATORS
-from particles.integrators.driver import adaptive_runner, fixed_runner
-from particles.integrators.noise import no_keys
+from particles.models import Hints, Problem
+from particles.observables.order import OrderParameter, order_parameter
 from particles.sphere import angles_to_circle
 from particles.trajectory import Trajectory
 
@@ -129,17 +129,6 @@ def _check_masses(masses: ArrayLike | None, n: int) -> np.ndarray | None:
 
 def _use_parallel(n: int) -> bool:
     return n >= ROWS_PARALLEL_MIN_N and numba.get_num_threads() > 1
-
-
-def _speed_bound(model: str, beta: float, coupling: float, omega: np.ndarray,
-                 usa_scale: str) -> float:
-    """Upper bound on ``|dtheta_i/dt|``: ``max |omega| + |c|`` times the largest weight
-    (weights average to at most 1 for SA and Kuramoto, ``e^{beta - s}`` for USA)."""
-    rate = 1.0
-    if model == "usa":
-        shift = beta if usa_scale == "n_exp_beta" else 0.0
-        rate = math.exp(beta - shift)
-    return float(np.abs(omega).max()) + abs(coupling) * rate
 
 
 # ------------------------------------------------------------------- driver
@@ -325,38 +314,21 @@ def simulate_angles(
         timing = timing.resolved()
     w = resolve_frequencies(omega, n, seed=timing.seed)
     m = None if masses is None else timing.mass_array()
-    times = timing.output_times()
-    par = _use_parallel(n) if parallel is None else bool(parallel)
-    p = angle_params(n, beta, c, w, usa_scale, m)
     # the phases are one flat system of n rows with one coordinate each
-    drift, layout, space = angle_drift(model, par), "rows" if par else "serial", "flat"
-    adaptive = INTEGRATORS[integrator].adaptive
-    if adaptive:
-        runner = adaptive_runner(integrator, drift, layout, space=space)
-        stats = np.zeros((1, 3), dtype=np.int64)
-        hs = np.full(1, float(dt))  # carried from one save interval to the next
-    else:
-        bound = _speed_bound(model, beta, c, w, usa_scale)
-        check_step_size(bound, dt, integrator, moving="phases", stacklevel=2,
-                        rates=np.abs(w) + (bound - float(np.abs(w).max())))
-        runner = fixed_runner(integrator, drift, layout, space=space)
-        stats = hs = None
-    X = th.reshape(1, n, 1)
-    out = np.empty((times.shape[0], n, 1))
-    steps = np.zeros(times.shape[0], dtype=np.int64)
-    obs = {name: np.zeros(times.shape[0]) for name in ("accepted_steps", "rejected_steps")}
-    out[0] = X[0]
-    for k, step in march(X, times, runner, adaptive=adaptive, dt=timing.dt,
-                         max_steps=timing.max_steps, params=p, wsize=angle_workspace(n),
-                         keys=no_keys(1), rtol=timing.rtol, atol=timing.atol, stats=stats,
-                         hs=hs, carry_step=True, state="phases"):
-        out[k] = X[0]
-        steps[k] = step
-        if adaptive:
-            obs["accepted_steps"][k], obs["rejected_steps"][k] = stats[0, :2]
+    problem = Problem(state0=th.reshape(1, n, 1),
+                      space="flat", field=angle_field(model, n, beta=beta, coupling=c, omega=w,
+                                                     usa_scale=usa_scale, masses=m),
+                      hints=Hints(state="phases", moving="phases", remedies=False))
+    par = _use_parallel(n) if parallel is None else bool(parallel)
+    frames = list(integrate(problem, integrator, timing.output_times(), dt=timing.dt,
+                            max_steps=timing.max_steps, rtol=timing.rtol, atol=timing.atol,
+                            layout="rows" if par else "serial", carry_step=True, stacklevel=2))
     # the engine's result (steps and observables as in ``simulate``), seen as angles
-    trajectory = Trajectory(times=times, steps=steps, positions=out,
-                            observables=obs if adaptive else {})
+    obs = {k: np.array([f.observables[k][0] for f in frames]) for k in frames[0].observables}
+    trajectory = Trajectory(times=np.array([f.time for f in frames]),
+                            steps=np.array([f.step for f in frames], dtype=np.int64),
+                            positions=np.stack([f.positions[0] for f in frames]),
+                            observables=obs)
     return AngleTrajectory.from_trajectory(
         trajectory, omega=w, model=model, integrator=integrator, beta=float(beta),
         coupling=c, usa_scale=usa_scale, masses=m,

@@ -22,6 +22,7 @@ from particles.seeds import fresh_seed
 from particles.sphere import INITIAL_CONDITIONS
 
 # The registries of particles.fields, integrators and observables (layer 2)
+# and of particles.models (this layer, which imports nothing of this module)
 # are imported where they are used: importing this module (and so the file
 # layer) loads no compiled code; validating a configuration does.
 
@@ -250,7 +251,7 @@ class SimulationConfig:
     beta : float
         Inverse temperature, ``0 <= beta <= 1e4``.
     model : str
-        Key of :data:`particles.fields.MODELS` (``"sa"``, ``"usa"``,
+        Key of :data:`particles.models.MODELS` (``"sa"``, ``"usa"``,
         ``"kuramoto"``; the last needs ``d = 2`` and ignores ``beta``, which
         then only enters the recorded energy).
     kernel : str
@@ -381,9 +382,10 @@ class SimulationConfig:
     noise: float = 0.0
 
     def __post_init__(self) -> None:
-        from particles.fields import KERNELS, MODELS, check_usa_range
+        from particles.fields import KERNELS, check_usa_range
         from particles.fields import USA_SCALES as USA
         from particles.fields.weights import QK_WEIGHTS
+        from particles.models import MODELS
         from particles.observables import OBSERVERS, default_observers
 
         set_ = object.__setattr__

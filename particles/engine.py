@@ -4,20 +4,24 @@ This is the only module that knows about save points, threading layout,
 progress and observables together.  Python runs once per saved frame; every
 step between two frames runs inside one compiled call for all systems.
 
-Kuramoto under ``rk4``, ``em`` or ``heun`` (:data:`KURAMOTO_ANGLE_INTEGRATORS`)
-runs on the angle form (phases in a flat space, :mod:`particles.fields.angle`); the stored
-frames are ``(cos theta_i, sin theta_i)``.
+:func:`integrate` advances a :class:`~particles.models.Problem` (state,
+space, field, noise, map to positions; built by the model,
+``particles.models.MODELS[m].build``) with an integrator through the save
+times, evaluating the observers at each; it knows no model by name.
+:func:`iter_frames` is the same loop for a configuration: its model's
+problem, its integrator, times and observers.
 
 Randomness: ``numpy.random.SeedSequence(seed)`` is split into three children,
 ``(initial positions, random weights, noise)``, so adding a random component
 never changes the initial condition drawn for a seed.
 
-Noise (``config.noise = sigma > 0``): the stochastic steppers read ``sigma``
-from the last entry of the parameter tuple, which the engine appends (to
-every layer's parameters too); their normals are addressed by the system's
-key (:func:`particles.seeds.noise_key`) and the global step counter, so the
-bits depend neither on threads nor on the batch split, and a resumed run
-continues the same Brownian path.
+Noise (a problem's :class:`~particles.models.Noise`, ``sigma > 0``): the
+stochastic steppers (those the integrator registry declares stochastic) read
+``sigma`` from the last entry of the parameter tuple, which the engine
+appends (to every layer's parameters too); their normals are addressed by the
+system's key (:func:`particles.seeds.noise_key`) and the global step counter,
+so the bits depend neither on threads nor on the batch split, and a resumed
+run continues the same Brownian path.
 """
 
 from __future__ import annotations
@@ -36,11 +40,8 @@ from threadpoolctl import ThreadpoolController
 from particles import sphere
 from particles.config import SimulationConfig, parse_init
 from particles.errors import IntegrationError, StepSizeWarning
-from particles.fields import CompiledField, build_field
-from particles.fields.angle import angle_drift, angle_params, angle_workspace
-from particles.fields.kernels import KERNELS
-from particles.fields.kuramoto import select_omega, system_frequencies
-from particles.integrators import INTEGRATORS
+from particles.fields import CompiledField
+from particles.integrators import INTEGRATORS, Integrator
 from particles.integrators.driver import (
     STATUS_MAX_STEPS,
     STATUS_OK,
@@ -48,7 +49,8 @@ from particles.integrators.driver import (
     fixed_runner,
 )
 from particles.integrators.noise import no_keys
-from particles.observables import energy_definition, observe
+from particles.models import Hints, Problem, build_field, build_problem
+from particles.observables import observation
 from particles.progress import Progress
 from particles.seeds import init_rng, noise_keys, seed_sequences  # noqa: F401 (re-export)
 from particles.sphere.checks import unit_rows
@@ -59,16 +61,6 @@ ROWS_PARALLEL_MIN_N = 512
 
 _THREADPOOLS: ThreadpoolController | None = None
 
-#: fixed-step integrators that run ``model="kuramoto"`` on the angle form
-#: (phases, a flat space) instead of the embedded circle: RK4's stage states
-#: on the embedded form leave the circle, and an oscillator with ``h |omega_i|
-#: >> 1`` inflates its stage vectors and, through the O(n) mean field, every
-#: oscillator's drift.  On the phases RK4 integrates the constant ``omega_i``
-#: exactly.  (Euler and geodesic steps stay on the circle; dopri5 controls
-#: its error.)  The stochastic steppers run on the phases too: the noise is then
-#: additive, ``d theta_i = f_i dt + sigma dW_i``, and they gain a strong order.
-KURAMOTO_ANGLE_INTEGRATORS = frozenset({"rk4", "em", "heun"})
-
 #: a fixed step is too large when ``dt`` times a speed bound exceeds this (rad).
 STEP_LIMIT = 0.5
 
@@ -76,12 +68,6 @@ STEP_LIMIT = 0.5
 #: mean field they all feel is corrupted (an error of up to ~2x this fraction
 #: in ``z``): the whole population is at risk, not only the fast tokens.
 POPULATION_AT_RISK = 0.02
-
-
-def kuramoto_on_angles(config: SimulationConfig) -> bool:
-    """Whether the engine runs this configuration on the angle form (phases)
-    and maps every stored frame back to ``x = (cos theta, sin theta)``."""
-    return config.model == "kuramoto" and config.integrator in KURAMOTO_ANGLE_INTEGRATORS
 
 
 def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) -> np.ndarray:
@@ -133,34 +119,40 @@ def speed_bound(config: SimulationConfig) -> float:
     return build_field(config).speed
 
 
-def _layout(config: SimulationConfig, field: CompiledField) -> str:
+def _layout(field: CompiledField, batch: int, n: int) -> str:
     """How the runners split the work: ``"rows"`` (one large system, its rows
     over threads), ``"batch"`` (systems over threads) or ``"serial"`` (one
     small system, or one Numba thread: systems in turn, and no parallel region
     to compile, which in a one-thread sweep worker halves the runner's compile).
     Every layout advances each system by the same serial step: the same bits."""
-    B = config.batch or 1
     threads = numba.get_num_threads()
-    if field.pairwise and B < threads and config.n >= ROWS_PARALLEL_MIN_N:
+    if field.pairwise and batch < threads and n >= ROWS_PARALLEL_MIN_N:
         return "rows"
-    return "serial" if B == 1 or threads == 1 else "batch"
+    return "serial" if batch == 1 or threads == 1 else "batch"
+
+
+def _drift_of(field: CompiledField, layout: str) -> tuple[Callable, int]:
+    """``(drift, wsize)``: the drift the runners call for a layout (parallel over
+    rows only for ``"rows"``) and its scratch size."""
+    if layout == "rows":
+        return field.parallel, field.workspace(numba.get_num_threads())
+    return field.serial, field.workspace(1)
 
 
 def execution_plan(config: SimulationConfig, field: CompiledField
                    ) -> tuple[str, Callable, int]:
-    """``(layout, drift, wsize)``: the layout (:func:`_layout`), the drift the
-    runners call (parallel over rows only for ``"rows"``) and its scratch size."""
-    layout = _layout(config, field)
-    if layout == "rows":
-        return layout, field.parallel, field.workspace(numba.get_num_threads())
-    return layout, field.serial, field.workspace(1)
+    """``(layout, drift, wsize)`` of a configuration's field: the layout
+    (:func:`_layout`), the drift the runners call and its scratch size."""
+    layout = _layout(field, config.batch or 1, config.n)
+    return (layout, *_drift_of(field, layout))
 
 
 def _blas_guard(field: CompiledField, layout: str):
     """Single-threaded BLAS while Numba threads run BLAS blocks (two spinning
-    pools on two cores make a step many times slower)."""
+    pools on two cores make a step many times slower): for fields that declare
+    BLAS use (:attr:`CompiledField.blas`)."""
     global _THREADPOOLS
-    if "blas" not in field.name.split("_") or layout == "serial":
+    if not field.blas or layout == "serial":
         return nullcontext()
     if _THREADPOOLS is None:
         _THREADPOOLS = ThreadpoolController()
@@ -202,6 +194,9 @@ def iter_frames(
 ) -> Iterator[Frame]:
     """Run a configuration, yielding each saved frame as soon as it exists.
 
+    Its model's problem (``MODELS[config.model].build``), integrator, save
+    times and observers through :func:`integrate`.
+
     Parameters
     ----------
     config : SimulationConfig
@@ -229,94 +224,185 @@ def iter_frames(
     ------
     Frame
     """
-    field = build_field(config)
-    integrator = INTEGRATORS[config.integrator]
-    times = config.output_times()
-    B = config.batch or 1
-    X = np.array(positions, dtype=np.float64, order="C", copy=True).reshape(B, config.n, config.d)
-    masses = config.mass_array()
-    layout, drift, wsize = execution_plan(config, field)
-    nthreads = numba.get_num_threads()
-    angles = kuramoto_on_angles(config)
-    state, params, select = X, field.params, field.select
-    if angles:
-        # phases (B, n, 1) in a flat space; X is recomputed from them at every
-        # save point, and they from X, so a resumed run continues bit for bit
-        omegas = system_frequencies(config)
-        params = angle_params(config.n, 0.0, float(config.coupling), omegas[0], "n", masses)
-        if select is not None:
-            params = (np.ascontiguousarray(omegas), *params[1:])
-            select = select_omega
-        drift, wsize = angle_drift("kuramoto", layout == "rows"), angle_workspace(config.n)
-        state = np.empty((B, config.n, 1))
-        state[..., 0] = np.arctan2(X[..., 1], X[..., 0])
-    layer_params = field.layer_params
-    if integrator.stochastic:
-        # the stochastic steppers read sigma from the last parameter
-        sigma = float(config.noise)
-        params = (*params, sigma)
-        if layer_params is not None:
-            inner = layer_params
+    problem = build_problem(config, positions, keys=keys)
+    observers = observation(config.observables, config, nthreads=numba.get_num_threads())
+    # stacklevel 4: a step-size warning points at the caller of simulate (through run)
+    yield from integrate(problem, config.integrator, config.output_times(), observers,
+                         dt=config.dt, max_steps=config.max_steps, rtol=config.rtol,
+                         atol=config.atol, start=start, start_step=start_step,
+                         step_counts=step_counts, progress=progress, stacklevel=4)
 
-            def layer_params(layer: int) -> tuple:
-                return (*inner(layer), sigma)
 
-    if not integrator.adaptive:
-        hint = (", use usa_scale='n_exp_beta' (--usa-scale n_exp_beta)"
-                if config.model == "usa" else "")
-        rates = None
-        if config.model == "kuramoto":
-            rates = abs(float(config.coupling)) + np.abs(system_frequencies(config)).max(axis=0)
-        check_step_size(field.speed, config.dt, config.integrator, hint=hint, stacklevel=4,
-                        rates=rates, stages_leave_sphere=(
-                            config.integrator == "rk4" and config.model == "kuramoto"
-                            and not angles), suggest_adaptive=not integrator.stochastic)
-        runner = fixed_runner(config.integrator, drift, layout, select,
-                              space="flat" if angles else "sphere")
-        stats = hs = None
-    else:
-        runner = adaptive_runner(config.integrator, drift, layout, select)
-        stats = np.zeros((B, 3), dtype=np.int64)
-        hs = np.empty(B)
-        if step_counts is not None:
-            stats[:, :2] = np.asarray(step_counts, dtype=np.int64).reshape(B, 2)
+def integrate(
+    problem: Problem,
+    integrator: str,
+    save_times: np.ndarray,
+    observers: Callable[[np.ndarray], dict[str, np.ndarray]] | None = None,
+    *,
+    dt: float,
+    max_steps: int = 10**9,
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    start: int = 0,
+    start_step: int = 0,
+    step_counts: np.ndarray | None = None,
+    progress: Callable[[float], None] | None = None,
+    layout: str | None = None,
+    carry_step: bool = False,
+    stacklevel: int = 1,
+) -> Iterator[Frame]:
+    """Integrate a problem through its save times, yielding each frame as soon as it exists.
 
-    # the counter-based noise state: one key per system (the step counter is
-    # ``step`` for fixed steps, the attempt count for adaptive ones)
-    if not integrator.stochastic:
-        keys = no_keys(B)
-    elif keys is None:
-        keys = noise_keys(config.seed, B)
-    else:
-        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(B, 2)
+    Parameters
+    ----------
+    problem : Problem
+        State at ``save_times[start]``, its space, field, noise and map to
+        positions (:mod:`particles.models.problem`); not modified.
+    integrator : str
+        Key of :data:`~particles.integrators.INTEGRATORS`; a stochastic one
+        needs ``problem.noise``, and ``problem.noise`` with ``sigma > 0`` a
+        stochastic one.
+    save_times : ndarray, shape (frames,)
+        Increasing times of the frames.
+    observers : callable, optional
+        ``observers(X) -> {name: (batch, ...) array}`` of the positions at
+        every save point (:class:`particles.observables.Observation`).
+    dt : float
+        Fixed step (equal steps of at most ``dt`` land on every save and
+        layer time), or initial step of an adaptive integrator.
+    max_steps : int
+        Bound on the steps (fixed) or attempts (adaptive) of the run.
+    rtol, atol : float
+        Adaptive tolerances.
+    start : int
+        Index of the save time the problem's state is at; with 0 the first
+        frame is yielded too.
+    start_step : int
+        Step counter at frame ``start`` (resuming).
+    step_counts : ndarray, shape (batch, 2), optional
+        Accepted and rejected adaptive steps up to frame ``start`` (resuming).
+    progress : callable, optional
+        Called with the time of every frame after the first.
+    layout : {"batch", "rows", "serial"}, optional
+        How the work is split (default: by the field and the sizes; any
+        layout gives the same bits).
+    carry_step : bool
+        Adaptive: the step proposed at the end of an interval starts the next
+        (instead of ``min(dt, interval)``).
+    stacklevel : int
+        Of step-size warnings, counted from the caller (1: the caller itself).
 
-    energy = energy_definition(config)
+    Yields
+    ------
+    Frame
+        Positions ``problem.to_positions(state)`` (batch, n, d), the
+        observers' values, and ``accepted_steps``, ``rejected_steps`` of
+        adaptive integrators.
 
-    def frame(index: int, step: int) -> Frame:
-        obs = observe(config.observables, X, config.beta, masses, nthreads=nthreads,
-                      energy=energy)
-        if integrator.adaptive:
+    Raises
+    ------
+    IntegrationError
+        ``max_steps`` reached, step-size underflow or non-finite states.
+
+    Warns
+    -----
+    StepSizeWarning
+        A fixed step too large for the field's speed bounds (:func:`check_step_size`).
+    """
+    entry = INTEGRATORS[integrator]
+    times = np.asarray(save_times, dtype=np.float64)
+    state = np.array(problem.state0, dtype=np.float64, order="C", copy=True)
+    B = state.shape[0]
+    layout = layout or _layout(problem.field, B, state.shape[1])
+    params, layer_params, keys = _noisy(problem, entry)
+    runner, stats, hs = _stepper(problem, entry, layout, dt, step_counts, stacklevel + 1)
+    wsize = _drift_of(problem.field, layout)[1]
+
+    def frame(index: int, step: int, X: np.ndarray) -> Frame:
+        obs = {} if observers is None else observers(X)
+        if entry.adaptive:
             obs["accepted_steps"] = stats[:, 0].astype(np.float64)
             obs["rejected_steps"] = stats[:, 1].astype(np.float64)
         return Frame(index, step, float(times[index]), X.copy(), obs)
 
     if start == 0:
-        yield frame(0, start_step)
+        first = problem.positions0
+        yield frame(0, start_step, problem.to_positions(state) if first is None else first)
     for k, step in march(
-        state, times, runner, adaptive=integrator.adaptive, dt=config.dt,
-        max_steps=config.max_steps, params=params, wsize=wsize, keys=keys,
-        rtol=config.rtol, atol=config.atol, stats=stats, hs=hs,
-        layer_time=config.layer_time, layer_params=layer_params,
-        guard=lambda: _blas_guard(field, layout), start=start, step=start_step,
-        state="phases" if angles else "positions", hint=_failure_hint(config),
+        state, times, runner, adaptive=entry.adaptive, dt=dt, max_steps=max_steps,
+        params=params, wsize=wsize, keys=keys, rtol=rtol, atol=atol, stats=stats, hs=hs,
+        carry_step=carry_step, layer_time=problem.field.layer_time, layer_params=layer_params,
+        guard=lambda: _blas_guard(problem.field, layout), start=start, step=start_step,
+        state=problem.hints.state, hint=_failure_hint(entry, problem.hints),
     ):
-        if angles:
-            X[..., 0] = np.cos(state[..., 0])
-            X[..., 1] = np.sin(state[..., 0])
-            state[..., 0] = np.arctan2(X[..., 1], X[..., 0])
+        X = problem.to_positions(state)
+        if problem.anchor is not None:
+            problem.anchor(X, state)
         if progress is not None:
             progress(float(times[k]))
-        yield frame(k, step)
+        yield frame(k, step, X)
+
+
+def _noisy(problem: Problem, entry: Integrator
+           ) -> tuple[tuple, Callable[[int], tuple] | None, np.ndarray]:
+    """``(params, layer_params, keys)`` for the integrator: a stochastic stepper reads
+    ``sigma`` from the last parameter (appended to every layer's too) and draws with
+    the problem's noise keys; a deterministic one gets the field's parameters."""
+    field, noise = problem.field, problem.noise
+    if not entry.stochastic:
+        if noise is not None and noise.sigma > 0:
+            raise ValueError(f"noise sigma = {noise.sigma:g} > 0 needs a stochastic "
+                             f"integrator, not {entry.name!r}")
+        return field.params, field.layer_params, no_keys(problem.batch)
+    if noise is None:
+        raise ValueError(f"integrator {entry.name!r} is stochastic: the problem needs a noise")
+    sigma, inner = noise.sigma, field.layer_params
+
+    def layer_params(layer: int) -> tuple:
+        return (*inner(layer), sigma)
+
+    return (*field.params, sigma), None if inner is None else layer_params, noise.keys
+
+
+def _stepper(problem: Problem, entry: Integrator, layout: str, dt: float,
+             step_counts: np.ndarray | None, stacklevel: int
+             ) -> tuple[Callable, np.ndarray | None, np.ndarray | None]:
+    """``(runner, stats, hs)``: the compiled runner of the integrator on the problem's
+    drift, space and selection, and the adaptive counters and step proposals (None
+    for fixed steps, whose size is checked against the field's bounds first)."""
+    field, B = problem.field, problem.batch
+    drift = _drift_of(field, layout)[0]
+    if not entry.adaptive:
+        hints = problem.hints
+        check_step_size(field.speed, dt, entry.name, moving=hints.moving, hint=hints.step,
+                        stacklevel=stacklevel + 1, rates=field.rates,
+                        stages_leave_sphere=entry.off_sphere_stages and problem.space == "sphere",
+                        suggest_adaptive=not entry.stochastic)
+        return fixed_runner(entry.name, drift, layout, field.select, problem.space), None, None
+    stats = np.zeros((B, 3), dtype=np.int64)
+    if step_counts is not None:
+        stats[:, :2] = np.asarray(step_counts, dtype=np.int64).reshape(B, 2)
+    runner = adaptive_runner(entry.name, drift, layout, field.select, problem.space)
+    return runner, stats, np.full(B, float(dt))
+
+
+def _failure_hint(entry: Integrator, hints: Hints) -> str:
+    """What to change when an integration fails: a deterministic blow-up repeats
+    on resuming, so the remedy is the step, the model's own fix (the USA time
+    change) or the integrator.  Names both spellings: ``--dt`` (``dt=``)."""
+    if not hints.remedies:
+        return ""
+    if entry.adaptive:
+        return f"{hints.why}; use {hints.fix}" if hints.fix else ""
+    fixes = ["a smaller --dt (dt=)"]
+    if hints.fix:
+        fixes.append(hints.fix)
+    if entry.stochastic:
+        return ("use " + " or ".join(fixes)
+                + " (resuming repeats the same steps: the noise is part of the seed)")
+    fixes.append("--integrator dopri5 (integrator='dopri5')")
+    return ("use " + ", ".join(fixes[:-1]) + " or " + fixes[-1]
+            + " (resuming repeats the same steps)")
 
 
 def check_step_size(rate: float | None, dt: float, integrator: str, *, moving: str = "tokens",
@@ -383,29 +469,6 @@ def check_step_size(rate: float | None, dt: float, integrator: str, *, moving: s
         StepSizeWarning,
         stacklevel=stacklevel + 1,
     )
-
-
-def _failure_hint(config: SimulationConfig) -> str:
-    """What to change when an integration of ``config`` fails: a deterministic
-    blow-up repeats on resuming, so the remedy is the step, the normalisation
-    or the integrator.  Names both spellings: ``--dt`` (``dt=``)."""
-    usa = (config.model == "usa" and config.usa_scale == "n"
-           and KERNELS[config.kernel].time_change)
-    scale = "--usa-scale n_exp_beta (usa_scale='n_exp_beta', a time change)"
-    if INTEGRATORS[config.integrator].adaptive:
-        if usa:
-            return (f"the USA weights reach e^beta = {math.exp(min(config.beta, 700.0)):.3g}; "
-                    f"use {scale}")
-        return ""
-    fixes = ["a smaller --dt (dt=)"]
-    if usa:
-        fixes.append(scale)
-    if INTEGRATORS[config.integrator].stochastic:
-        return ("use " + " or ".join(fixes)
-                + " (resuming repeats the same steps: the noise is part of the seed)")
-    fixes.append("--integrator dopri5 (integrator='dopri5')")
-    return ("use " + ", ".join(fixes[:-1]) + " or " + fixes[-1]
-            + " (resuming repeats the same steps)")
 
 
 def march(

@@ -61,7 +61,7 @@ def main(out: str) -> None:
     event.register("numba:compile", counter)
     import particles
     from particles.engine import execution_plan
-    from particles.fields import build_field
+    from particles.models import build_field
 
     results: dict[str, np.ndarray] = {}
     for name, kw in RUNS.items():

@@ -23,11 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 #: layers, lowest first: module-name prefixes (the longest matching prefix wins).
 LAYERS: list[tuple[str, ...]] = [
     ("particles.version", "particles._numba", "particles.fastexp", "particles.errors",
-     "particles.paths",
+     "particles.paths", "particles.protocols",
      "particles.seeds", "particles.progress"),
     ("particles.sphere", "particles.trajectory"),
     ("particles.fields", "particles.integrators", "particles.observables"),
-    ("particles.config",),
+    # models build problems from a configuration, which validates against them
+    ("particles.config", "particles.models"),
     ("particles.engine", "particles.circle", "particles.meanfield"),
     ("particles.io",),
     ("particles.analysis", "particles.circle_analysis"),
@@ -210,7 +211,8 @@ def test_the_detector_finds_what_it_should(tmp_path):
 @pytest.mark.parametrize("module", ["particles", "particles.sphere", "particles.errors",
                                     "particles.seeds", "particles.trajectory",
                                     "particles.config", "particles.fields",
-                                    "particles.integrators", "particles.observables"])
+                                    "particles.integrators", "particles.observables",
+                                    "particles.models", "particles.protocols"])
 def test_light_modules_load_neither_numba_nor_h5py(module):
     code = (f"import sys, {module}\n"
             "heavy = [m for m in ('numba', 'h5py', 'matplotlib') if m in sys.modules]\n"

@@ -15,9 +15,10 @@ from particles_cli.main import COMMANDS, cli
 import particles.runs.run as run_module
 from particles.config import INITS, SimulationConfig
 from particles.engine import run
-from particles.fields import KERNELS, MODELS
+from particles.fields import KERNELS
 from particles.integrators import INTEGRATORS
 from particles.io import load
+from particles.models import MODELS
 from particles.runs import run_to_file
 
 # small and cheap to compile; tests add or override options

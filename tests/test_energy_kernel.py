@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from particles import SimulationConfig, simulate
-from particles.fields.kernels import KERNELS
+from particles._numba import jit
+from particles.fields.kernels import KERNELS, Kernel
 from particles.observables import (
     EnergyDefinition,
     compute_observables,
@@ -94,3 +95,42 @@ def test_default_energy_and_named_exceptions_in_the_file(tmp_path):
     run_to_file(default.replace(kernel="l2", tau=1.0), tmp_path / "l2.h5")
     with h5py.File(tmp_path / "l2.h5") as f:
         assert "tau ||q - k||" in f["observables/energy"].attrs["definition"]
+
+
+# ----------------------------------- a kernel registered after an energy call
+@jit
+def _log_laplace(q, k, tau):
+    s = 0.0
+    for a in range(q.shape[0]):
+        t = q[a] - k[a]
+        s += t * t
+    return -tau * np.sqrt(s)
+
+
+def test_a_kernel_registered_after_an_energy_call_has_its_energy():
+    # an energy call first (it used to fill a name-keyed table of kernel energies once) ...
+    n, d, tau = 7, 3, 0.6
+    X = np.stack([_tokens(n, d, 4)])
+    masses = np.linspace(0.5, 1.5, n)
+    rbf = energy_definition(SimulationConfig(n=n, d=d, beta=1.0, kernel="rbf", tau=tau))
+    kernel_energy(X, masses, rbf)
+    # ... then a kernel registered afterwards: its energy is declared on its entry
+    laplace = Kernel("laplace_energy", "exp(-tau ||q - k||)", "tau",
+                     lambda q, k, t: -t * np.sqrt(((q[:, None] - k[None]) ** 2).sum(-1)),
+                     lambda t, nq, nk, qk, d: 0.0, logkappa=_log_laplace)
+    KERNELS[laplace.name] = laplace
+    try:
+        config = SimulationConfig(n=n, d=d, beta=1.0, kernel=laplace.name, tau=tau,
+                                  model="usa")
+        definition = energy_definition(config)
+        assert definition.own and definition.kernel == laplace.name
+        got = kernel_energy(X, masses, definition)
+        want = kernel_energy_reference(X[0], masses, definition)
+        for k in ("energy", "energy_normalized"):
+            assert got[k][0] == pytest.approx(want[k], rel=1e-12), k
+        # c = 1 for a kernel that declares no log-linear scale: E = sum kappa / (2 N^2)
+        W = np.exp(-tau * np.linalg.norm(X[0][:, None] - X[0][None], axis=-1))
+        assert got["energy"][0] == pytest.approx(
+            masses @ W @ masses / (2.0 * masses.sum() ** 2), rel=1e-12)
+    finally:
+        del KERNELS[laplace.name]

@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from particles.config import SimulationConfig
-from particles.fields import BLAS_MIN_D, build_field
+from particles.fields import BLAS_MIN_D
 from particles.fields.attention import attention_reference
+from particles.models import build_field
 from particles.sphere.rows import project_rows
 
 

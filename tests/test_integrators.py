@@ -10,10 +10,10 @@ from scipy.linalg import expm
 from particles import simulate
 from particles._numba import jit
 from particles.config import SimulationConfig
-from particles.fields import build_field
 from particles.integrators import INTEGRATORS
 from particles.integrators.driver import STATUS_OK, adaptive_runner, compiled_step
 from particles.integrators.noise import NO_KEY, no_keys
+from particles.models import build_field
 
 
 @jit

@@ -61,7 +61,7 @@ def test_blas_blocks_depend_on_the_system_alone():
 def test_one_thread_runs_the_serial_twin_with_the_same_bits():
     import numba
 
-    from particles.observables import _order_sums
+    from particles.observables.order import _order_sums
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(9, 7, 3))
@@ -84,7 +84,7 @@ def test_one_thread_runs_the_serial_twin_with_the_same_bits():
 @pytest.mark.parametrize("d", [2, 3])
 def test_kernels_for_one_d_give_the_any_d_numbers(d):
     from particles.config import SimulationConfig
-    from particles.fields import build_field
+    from particles.models import build_field
 
     rng = np.random.default_rng(6)
     serial, parallel = attention.direct_kernels(d)

@@ -12,8 +12,9 @@ import particles
 from particles import sphere
 from particles._numba import jit
 from particles.config import KERNEL_PARAMETERS, SimulationConfig
-from particles.fields import KERNELS, build_field
+from particles.fields import KERNELS
 from particles.fields.kernels import Kernel, log_kernel_reference
+from particles.models import build_field
 
 
 # ------------------------------------------------- the new kernel: one function

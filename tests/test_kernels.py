@@ -7,8 +7,9 @@ import pytest
 
 from particles.config import SimulationConfig
 from particles.engine import simulate
-from particles.fields import BLAS_MIN_D, KERNELS, build_field
+from particles.fields import BLAS_MIN_D, KERNELS
 from particles.fields.kernels import kernel_attention_reference
+from particles.models import build_field
 
 
 def _tokens(rng, n, d):

@@ -21,13 +21,13 @@ from particles import SimulationConfig, StepSizeWarning, simulate
 from particles.circle import simulate_angles
 from particles.circle_analysis import FrequencyLocking, order_parameter_from_positions
 from particles.config import OMEGA_DISTRIBUTIONS, parse_omega
-from particles.fields import MODELS, build_field
 from particles.fields.kuramoto import (
     kuramoto_reference,
     natural_frequencies,
     quantile_frequencies,
     resolve_frequencies,
 )
+from particles.models import MODELS, build_field
 from particles.sphere import angles_to_circle, circle_to_angles
 
 

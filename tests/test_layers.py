@@ -7,8 +7,9 @@ import pytest
 
 from particles.config import SimulationConfig
 from particles.engine import ROWS_PARALLEL_MIN_N, _layer_segments, simulate
-from particles.fields import attention_reference_of, build_field, select_qkv
+from particles.fields import attention_reference_of, select_qkv
 from particles.fields.weights import draw_layer, draw_weights
+from particles.models import build_field
 
 
 def test_segments_split_at_layer_boundaries():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from particles.config import SimulationConfig
-from particles.fields import build_field
+from particles.models import build_field
 
 
 def _evaluate(field, X, parallel=False):

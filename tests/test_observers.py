@@ -14,6 +14,7 @@ from particles.observables import (
     NAMES,
     OBSERVERS,
     PAIRWISE_DEFAULT_MAX_N,
+    Context,
     compute_observables,
     default_observers,
     observables_reference,
@@ -64,7 +65,7 @@ def test_order_observer_matches_the_pairwise_values(batch, n):
     X = sphere.uniform(n, d, rng=np.random.default_rng(0), batch=batch).reshape(-1, n, d)
     m = np.linspace(0.5, 1.5, n)
     full = compute_observables(X, 2.0, m)
-    part = OBSERVERS["order"].compute(X, 2.0, m)
+    part = OBSERVERS["order"].compute(X, Context(masses=m, beta=2.0))
     for k in OBSERVERS["order"].datasets:
         np.testing.assert_allclose(part[k], full[k], rtol=1e-13, atol=1e-15)
     ref = observables_reference(X[0], 2.0, m)
@@ -75,12 +76,13 @@ def test_observe_selects_and_deduplicates():
     X = sphere.uniform(12, 3, rng=np.random.default_rng(1))[None]
     m = np.ones(12)
     full = compute_observables(X, 1.0, m)
-    both = observe(("order", "pairwise"), X, 1.0, m)
+    ctx = Context(masses=m, beta=1.0)
+    both = observe(("order", "pairwise"), X, ctx)
     # registry order, each dataset once, computed by the pairwise pass: today's bits
     assert list(both) == list(NAMES)
     for k in NAMES:
         np.testing.assert_array_equal(both[k], full[k])
-    assert list(observe(("order",), X, 1.0, m)) == ["order_parameter", "mean_inner_product"]
+    assert list(observe(("order",), X, ctx)) == ["order_parameter", "mean_inner_product"]
 
 
 def test_default_run_records_the_same_values_as_before():
@@ -123,3 +125,66 @@ def test_cli_observables(tmp_path):
                  "--observables", "pairwise,nope", "--out", str(tmp_path / "bad.h5"))
     usage_error(bad, "--observables", "observables must be one or more of", "'nope'")
     assert not (tmp_path / "bad.h5").exists()
+
+
+# --------------------------------------- observers with settings (the sweep's)
+def test_sweep_observers_take_settings_and_are_not_run_choices():
+    from particles.observables import ALL_OBSERVERS, observation
+
+    assert {"close_pairs", "clusters", "pair_energy"} <= set(ALL_OBSERVERS)
+    assert not any(ALL_OBSERVERS[k].per_run for k in ("close_pairs", "clusters", "pair_energy"))
+    assert ALL_OBSERVERS["close_pairs"].settings == ("deltas",)
+    spec = SimulationConfig(n=6, d=3, beta=1.0)
+    with pytest.raises(ValueError, match="clusters needs 'eps'"):
+        observation(("clusters",), spec)
+    with pytest.raises(ValueError, match="observers must be among"):
+        observation(("nope",), spec)
+
+
+def test_close_pairs_and_clusters_share_one_pass(monkeypatch):
+    from particles.analysis.components import component_labels
+    from particles.observables import observation
+    from particles.observables import pairs as pair_pass
+
+    n, d = 10, 3
+    spec = SimulationConfig(n=n, d=d, beta=1.5, masses=np.linspace(0.5, 2.0, n))
+    X = sphere.uniform(n, d, rng=np.random.default_rng(2), batch=3).reshape(3, n, d)
+    X[:, 1] = X[:, 0]  # a close pair and a cluster in every system
+    settings = {"deltas": (0.5, 0.1), "eps": 0.3}
+    calls = []
+    real = pair_pass.frame_statistics
+    monkeypatch.setattr(pair_pass, "frame_statistics",
+                        lambda *a: calls.append(a) or real(*a))
+    both = observation(("clusters", "close_pairs", "pair_energy", "order"), spec,
+                       settings=settings)(X)
+    assert len(calls) == 1
+    assert list(both) == ["order_parameter", "mean_inner_product", "pair_counts",
+                          "cluster_count", "energy"]
+    want_pairs, want_counts, want_energy = real(X, np.array(settings["deltas"]), 0.3, 1.5,
+                                                spec.mass_array())
+    assert np.array_equal(both["pair_counts"], want_pairs)
+    assert np.array_equal(both["cluster_count"], component_labels(X, 0.3)[1])
+    assert np.array_equal(both["energy"], want_energy)
+    # alone, each gives its own dataset, the same numbers
+    alone = observation(("close_pairs",), spec, settings=settings)(X)
+    assert list(alone) == ["pair_counts"] and np.array_equal(alone["pair_counts"], want_pairs)
+    alone = observation(("clusters",), spec, settings={"eps": 0.3})(X)
+    assert list(alone) == ["cluster_count"]
+    assert np.array_equal(alone["cluster_count"], want_counts)
+    # the pass's energy is the pairwise observer's to rounding
+    full = compute_observables(X, 1.5, spec.mass_array())
+    np.testing.assert_allclose(both["energy"], full["energy"], rtol=1e-12)
+
+
+def test_the_energy_observers_record_the_kernel_that_ran():
+    from particles.observables import kernel_energy, observation
+
+    spec = SimulationConfig(n=7, d=3, beta=1.0, kernel="rbf", tau=0.6)
+    X = sphere.uniform(7, 3, rng=np.random.default_rng(4), batch=2).reshape(2, 7, 3)
+    want = kernel_energy(X, spec.mass_array(), observation(("pairwise",), spec)
+                         .context.settings["energy"])
+    got = observation(("pairwise", "pair_energy"), spec)(X)
+    assert np.array_equal(got["energy"], want["energy"])
+    assert np.array_equal(got["energy_normalized"], want["energy_normalized"])
+    sweep = observation(("pair_energy",), spec)(X)
+    assert np.array_equal(sweep["energy"], want["energy"])

@@ -8,12 +8,8 @@ from scipy.integrate import solve_ivp
 
 from particles import simulate
 from particles.fields.attention import attention_reference
-from particles.observables import (
-    _circle_beta0,
-    _insertion_points,
-    compute_observables,
-    observables_reference,
-)
+from particles.observables import compute_observables, observables_reference
+from particles.observables.pairwise import _circle_beta0, _insertion_points
 
 
 def _pairs(positions):

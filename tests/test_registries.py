@@ -9,11 +9,12 @@ import pytest
 from particles import sphere
 from particles.config import INITS, KERNEL_PARAMETERS, OMEGA_DISTRIBUTIONS, SimulationConfig
 from particles.engine import initial_positions
-from particles.fields import KERNELS, NORMALIZATIONS, build_field, check_usa_range, usa_log_bound
+from particles.fields import KERNELS, NORMALIZATIONS, check_usa_range, usa_log_bound
 from particles.fields import frequencies as frequencies_module
 from particles.fields.kernels import log_kernel_reference
 from particles.fields.kuramoto import quantile_frequencies, resolve_frequencies
 from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, is_random
+from particles.models import build_field
 from particles.seeds import frequencies_rng
 from particles.sphere import INITIAL_CONDITIONS
 

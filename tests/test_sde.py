@@ -17,11 +17,11 @@ import particles
 from particles._numba import jit
 from particles.config import SimulationConfig
 from particles.engine import iter_frames
-from particles.fields import build_field
 from particles.integrators import INTEGRATORS, NOISE_DEFAULT, stochastic_integrators
 from particles.integrators.driver import compiled_step, fixed_runner
 from particles.integrators.noise import normals_reference
 from particles.io import load
+from particles.models import build_field
 from particles.runs import run_to_file
 from particles.seeds import noise_key, noise_keys
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from particles.config import SimulationConfig
-from particles.fields import build_field
 from particles.fields.sinkhorn import sinkhorn_reference
+from particles.models import build_field
 
 
 def _tokens(n, d, seed=0):

@@ -21,6 +21,7 @@ from particles.config import SimulationConfig
 from particles.engine import run
 from particles.errors import RunInterrupted, SweepError
 from particles.observables import compute_observables
+from particles.observables.pairs import close_pairs_reference, frame_statistics
 from particles.sweep import (
     LocalBackend,
     SweepSpec,
@@ -32,12 +33,7 @@ from particles.sweep import (
     read_sweep_file,
     run_sweep,
 )
-from particles.sweep.tasks import (
-    close_pairs_reference,
-    frame_statistics,
-    system_positions,
-    timescales,
-)
+from particles.sweep.tasks import system_positions, timescales
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,5 +1,5 @@
 """The sweep's per-frame statistics (issue 14, performance): the compiled pass of
-:func:`particles.sweep.tasks.frame_statistics` (bitmask clusters for
+:func:`particles.observables.pairs.frame_statistics` (bitmask clusters for
 n <= MASK_MAX_N, a union-find above) against the components detector, the
 close-pair twin and the energy observable, on random, clustered and chained
 inputs (links just inside and just outside eps), at every word boundary of the
@@ -12,8 +12,8 @@ import pytest
 
 from particles.analysis.components import component_labels
 from particles.observables import compute_observables
-from particles.sweep import tasks
-from particles.sweep.tasks import MASK_MAX_N, close_pairs_reference, frame_statistics
+from particles.observables import pairs as pair_pass
+from particles.observables.pairs import MASK_MAX_N, close_pairs_reference, frame_statistics
 
 NS = (1, 2, 31, 32, 33, 64, 65, 130)
 DS = (2, 3, 8)
@@ -91,7 +91,7 @@ def test_the_union_find_fallback_agrees_below_its_threshold(monkeypatch, n):
         x = frames(n, d, 0.05, seed=1)
         m = np.linspace(1.0, 3.0, n)
         fast = frame_statistics(x, DELTAS, 0.05, 1.5, m)
-        monkeypatch.setattr(tasks, "MASK_MAX_N", 0)
+        monkeypatch.setattr(pair_pass, "MASK_MAX_N", 0)
         check(x, 0.05, 1.5, m)
         check(x, 0.05, 0.0, np.ones(n))
         slow = frame_statistics(x, DELTAS, 0.05, 1.5, m)
@@ -105,7 +105,7 @@ def test_pair_weights_follow_the_buffer_order():
     half of the last one left out) are those of every pair i < j once."""
     for n in (1, 2, 5, 8, 33):
         m = np.arange(1.0, n + 1) ** 1.5
-        w = tasks._pair_weights(m)
+        w = pair_pass._pair_weights(m)
         iu = np.triu_indices(n, 1)
         assert w.shape == (n * (n - 1) // 2,)
         np.testing.assert_allclose(np.sort(w), np.sort(m[iu[0]] * m[iu[1]]), rtol=1e-15)

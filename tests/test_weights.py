@@ -7,8 +7,8 @@ import pytest
 
 from particles.config import SimulationConfig
 from particles.engine import simulate
-from particles.fields import build_field
 from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, draw_weights
+from particles.models import build_field
 
 
 def _cfg(**kw):

@@ -24,8 +24,8 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-# the order parameter lives with the angle form (the circle solvers use it)
-from particles.fields.angle import (
+# the order parameter is the observers' (one definition, with its compiled observer)
+from particles.observables.order import (
     OrderParameter,
     check_finite,
     order_parameter,

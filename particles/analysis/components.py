@@ -11,25 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from particles._numba import cached, jit, prange
+from particles.observables.pairs import find_root  # the union-find of the sweep's pass
 
 #: default linking distance in radians: tokens closer than this share a cluster.
 DEFAULT_EPS = 0.05
 
 
 # the batch entry point is cached: the CLI analyses each file in a fresh process
-@jit
-def find_root(parent, i):
-    """Root of ``i`` in the union-find forest ``parent`` (n,), compressing the path."""
-    root = i
-    while parent[root] != root:
-        root = parent[root]
-    while parent[i] != root:  # path compression
-        nxt = parent[i]
-        parent[i] = root
-        i = nxt
-    return root
-
-
 @jit
 def _components_one(X, cos_eps, labels):
     n, d = X.shape

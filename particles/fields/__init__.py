@@ -1,42 +1,41 @@
-"""Fields (velocity kernels) and the model registry.
+"""Fields (velocity kernels): the attention field and the registries it is built from.
 
-A model turns a validated configuration into a :class:`CompiledField`: a pair
-of compiled drift functions ``drift(X, p, out, ws)`` (one serial, to run many
-systems in parallel; one parallel over rows, for one large system), their
-parameter tuple ``p``, the size of their float64 scratch ``ws``, and a plain
-NumPy reference with the same meaning.
+A field builder turns a run (:class:`particles.protocols.RunSpec`) into a
+:class:`CompiledField`: a pair of compiled drift functions ``drift(X, p, out,
+ws)`` (one serial, to run many systems in parallel; one parallel over rows,
+for one large system), their parameter tuple ``p``, the size of their float64
+scratch ``ws``, and a plain NumPy reference with the same meaning.
 
 The drift writes the *ambient* attention output ``y`` of shape ``(n, d)``;
 the dynamics is ``dx_i/dt = P_{x_i}(y_i)`` and integrators do the projection
 (the Euler layer ``normalize(x + h y)`` uses ``y`` unprojected).
 
-Adding a model is one module with its kernels plus one line in :data:`MODELS`.
+The builders here are :func:`attention_field` (SA and USA) and
+:func:`particles.fields.kuramoto.build`; the model registry that names them,
+``particles.models.MODELS``, sits above the configuration (layer 3).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from particles._numba import jit, kernel_key
 from particles.errors import ConfigError
-from particles.fields import kuramoto, sinkhorn
-from particles.fields.base import CompiledField
+from particles.fields import sinkhorn
+from particles.fields.base import CompiledField, DriftSet
 from particles.fields.kernels import BLAS_MIN_D, KERNELS, MAX_LOG_WEIGHT, USA_SCALES, Kernel
 from particles.fields.normalizations import NORMALIZATIONS, Normalization, usa_shift
 from particles.fields.weights import draw_layer, is_random, per_system
-
-if TYPE_CHECKING:
-    from particles.config import SimulationConfig
+from particles.protocols import RunSpec
 
 __all__ = [
-    "BLAS_MIN_D", "KERNELS", "MAX_LOG_WEIGHT", "MODELS", "NORMALIZATIONS", "USA_SCALES",
-    "CompiledField", "Kernel", "Model", "Normalization", "attention_reference_of",
-    "build_field", "check_usa_range", "select_qkv", "speed_bound", "usa_log_bound", "usa_shift",
+    "BLAS_MIN_D", "KERNELS", "MAX_LOG_WEIGHT", "NORMALIZATIONS", "USA_SCALES",
+    "CompiledField", "DriftSet", "Kernel", "Normalization", "attention_field",
+    "attention_reference_of", "check_usa_range", "select_qkv", "speed_bound",
+    "usa_log_bound", "usa_shift",
 ]
 
 
@@ -48,7 +47,7 @@ def select_qkv(p, b):
     return (p[0][b], p[1][b], p[2][b], *p[3:])
 
 
-def usa_log_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray) -> float:
+def usa_log_bound(config: RunSpec, Q: np.ndarray, K: np.ndarray) -> float:
     """Upper bound on ``log kappa(q, k)`` minus the USA shift, for unit tokens.
 
     The kernel's own bound (:attr:`Kernel.log_bound`) less the shift ``c`` of
@@ -66,13 +65,13 @@ def usa_log_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray) -> flo
     return bound - usa_shift(config)
 
 
-def check_usa_range(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, *,
+def check_usa_range(config: RunSpec, Q: np.ndarray, K: np.ndarray, *,
                     drawn: bool = False) -> None:
     """The one USA overflow rule: the largest USA weight must stay finite.
 
     Parameters
     ----------
-    config : SimulationConfig
+    config : RunSpec
         Any model (only ``model="usa"`` is checked).
     Q, K : ndarray, shape (heads, d, d) or (d, d)
         The configuration's matrices, or a draw of its random ensemble.
@@ -96,7 +95,7 @@ def check_usa_range(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, *,
             f"{kernel.overflow_hint(config.usa_scale)}, got {config.beta!r}", "beta")
 
 
-def speed_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> float:
+def speed_bound(config: RunSpec, Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> float:
     """Upper bound on token speeds for attention models with weights (heads, d, d).
 
     SA (and Sinkhorn) move tokens by convex combinations of ``V x_j``: at most
@@ -108,7 +107,7 @@ def speed_bound(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, V: np.nd
     return v
 
 
-def _head_params(config: SimulationConfig, Q: np.ndarray, K: np.ndarray, V: np.ndarray,
+def _head_params(config: RunSpec, Q: np.ndarray, K: np.ndarray, V: np.ndarray,
                  normalized: bool) -> tuple:
     """Parameter tuple of the single-head drift; ``Q, K, V`` of shape (d, d), or
     (heads, d, d) for the multi-head drift (identity flags then hold for all heads)."""
@@ -126,9 +125,23 @@ def _multihead_pair(serial: Callable, parallel: Callable) -> tuple[Callable, Cal
             sinkhorn.multihead_drift(parallel, kernel_key(parallel)))
 
 
-def _attention(config: SimulationConfig, *, normalized: bool) -> CompiledField:
+def attention_field(config: RunSpec, *, normalized: bool) -> CompiledField:
+    """The compiled attention field of a validated ``sa`` (``normalized``) or ``usa`` run.
+
+    Parameters
+    ----------
+    config : RunSpec
+        Its kernel, normalisation, heads, weights (drawn from its seed per
+        layer and, with ``weight_draws="independent"``, per system) and masses.
+    normalized : bool
+        SA (row sums) or USA (total mass).
+
+    Returns
+    -------
+    CompiledField
+    """
     n, d = config.n, config.d
-    serial, parallel, workspace, name = NORMALIZATIONS[config.normalization].drifts(config)
+    serial, parallel, workspace, name, blas = NORMALIZATIONS[config.normalization].drifts(config)
     H = config.heads
     if H > 1:
         serial, parallel = _multihead_pair(serial, parallel)
@@ -173,17 +186,19 @@ def _attention(config: SimulationConfig, *, normalized: bool) -> CompiledField:
         layer_params=layer_params,
         speed=max(speed_bound(config, *qkv) for qkv in systems),
         select=select_qkv if independent else None,
+        layer_time=config.layer_time,
+        blas=blas,
     )
 
 
-def attention_reference_of(config: SimulationConfig, X: np.ndarray, Q: np.ndarray,
+def attention_reference_of(config: RunSpec, X: np.ndarray, Q: np.ndarray,
                            K: np.ndarray, V: np.ndarray, masses: np.ndarray,
                            normalized: bool) -> np.ndarray:
     """Plain NumPy attention output of a configuration, summed over heads.
 
     Parameters
     ----------
-    config : SimulationConfig
+    config : RunSpec
     X : ndarray, shape (n, d)
     Q, K, V : ndarray, shape (heads, d, d)
     masses : ndarray, shape (n,)
@@ -199,35 +214,3 @@ def attention_reference_of(config: SimulationConfig, X: np.ndarray, Q: np.ndarra
     for h in range(Q.shape[0]):
         out += norm.reference(config, X, Q[h], K[h], V[h], masses, normalized)
     return out
-
-
-def _sa(config: SimulationConfig) -> CompiledField:
-    return _attention(config, normalized=True)
-
-
-def _usa(config: SimulationConfig) -> CompiledField:
-    return _attention(config, normalized=False)
-
-
-@dataclass(frozen=True)
-class Model:
-    """A registered model: name, one-line description and field builder."""
-
-    name: str
-    description: str
-    build: Callable[[SimulationConfig], CompiledField]
-
-
-#: name -> model; the single source of truth for ``model=`` (API, CLI, docs).
-MODELS: dict[str, Model] = {
-    m.name: m
-    for m in (
-        Model("sa", "self-attention, softmax (row-stochastic) weights", _sa),
-        Model("usa", "unnormalized self-attention, weights divided by n", _usa),
-        Model("kuramoto", "Kuramoto oscillators on the circle (d = 2), O(n)", kuramoto.build),
-    )
-}
-
-def build_field(config: SimulationConfig) -> CompiledField:
-    """Build the compiled field of a validated configuration."""
-    return MODELS[config.model].build(config)

@@ -24,31 +24,33 @@ memory: no n x n matrix), with the vectorised exp and the softmax shift
 ``beta + max log m`` (exact row maximum on the circle, where
 ``cos(theta_j - theta_i) <= 1`` with equality at j = i).
 
-Also here, in NumPy: the oracle :func:`angle_velocity_reference` and the
-order parameter :func:`order_parameter` of phases.
+Also here: :func:`angle_field`, a model's angle form as a
+:class:`~particles.fields.base.CompiledField` on the phases, and the NumPy
+oracle :func:`angle_velocity_reference`.  (The order parameter of phases is
+the observers', :mod:`particles.observables.order`.)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from particles._numba import jit, prange, specialize
 from particles.fastexp import exp_scalar
+from particles.fields.base import CompiledField
 from particles.fields.kuramoto import BLOCK, block_total
 
 __all__ = [
     "ANGLE_MODELS",
-    "OrderParameter",
     "angle_drift",
+    "angle_field",
     "angle_params",
+    "angle_speed_bound",
     "angle_velocity_reference",
     "angle_workspace",
-    "order_parameter",
-    "order_parameter_from_positions",
 ]
 
 #: models of the angle form: name -> coupling function h.
@@ -247,93 +249,53 @@ def angle_params(n: int, beta: float, coupling: float, omega: np.ndarray, usa_sc
             float(coupling), usa_shift, 1.0 / float(m.sum()))
 
 
-# ------------------------------------------------------------ order parameter
-def check_finite(name: str, a: np.ndarray) -> np.ndarray:
-    """``a`` itself when every entry is finite; a ValueError naming ``name`` otherwise."""
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite, got NaN or inf entries")
-    return a
+def angle_speed_bound(model: str, beta: float, coupling: float, omega: np.ndarray,
+                      usa_scale: str) -> float:
+    """Upper bound on ``|dtheta_i/dt|``: ``max |omega| + |c|`` times the largest weight
+    (weights average to at most 1 for SA and Kuramoto, ``e^{beta - s}`` for USA)."""
+    rate = 1.0
+    if model == "usa":
+        shift = beta if usa_scale == "n_exp_beta" else 0.0
+        rate = math.exp(beta - shift)
+    return float(np.abs(omega).max()) + abs(coupling) * rate
 
 
-def _masses(masses: ArrayLike | None, n: int) -> np.ndarray | None:
-    if masses is None:
-        return None
-    m = np.asarray(masses, dtype=np.float64)
-    if m.shape != (n,) or not np.all(np.isfinite(m)) or np.any(m <= 0):
-        raise ValueError(f"masses must be {n} finite positive numbers, got shape {m.shape}")
-    return m
-
-
-@dataclass(frozen=True)
-class OrderParameter:
-    """Kuramoto order parameter ``r e^{i psi}`` (per frame, per system).
-
-    Attributes
-    ----------
-    r : ndarray, shape (...)
-        Modulus in [0, 1]: 0 for an incoherent population, 1 when all phases
-        coincide.
-    psi : ndarray, shape (...)
-        Mean phase in (-pi, pi] (meaningless where ``r`` is ~0); follow it in
-        time with ``numpy.unwrap(psi, axis=0)``.
-    """
-
-    r: np.ndarray
-    psi: np.ndarray
-
-    @property
-    def z(self) -> np.ndarray:
-        """The complex order parameter ``r e^{i psi}``, shape (...)."""
-        return self.r * np.exp(1j * self.psi)
-
-
-def _order(c: np.ndarray, s: np.ndarray, m: np.ndarray | None) -> OrderParameter:
-    if m is None:
-        z0, z1 = c.mean(axis=-1), s.mean(axis=-1)
-    else:
-        z0, z1 = (c @ m) / m.sum(), (s @ m) / m.sum()
-    return OrderParameter(r=np.hypot(z0, z1), psi=np.arctan2(z1, z0))
-
-
-def order_parameter(theta: ArrayLike, masses: ArrayLike | None = None) -> OrderParameter:
-    """Order parameter of phases: ``r e^{i psi} = (1/N) sum_j m_j e^{i theta_j}``.
+def angle_field(model: str, n: int, *, beta: float = 0.0, coupling: float = 1.0,
+                omega: np.ndarray, usa_scale: str = "n",
+                masses: np.ndarray | None = None) -> CompiledField:
+    """The angle form of a circle model as a field on the phases (a flat space).
 
     Parameters
     ----------
-    theta : array_like, shape (..., n)
-        Phases (any leading axes: frames, batch).
-    masses : array_like, shape (n,), optional
-        Weights ``m_j > 0``, ``N = sum_j m_j`` (ones when None).
-
-    Returns
-    -------
-    OrderParameter
-        ``r`` and ``psi`` of shape (...).
-    """
-    th = check_finite("theta", np.asarray(theta, dtype=np.float64))
-    if th.ndim < 1 or th.shape[-1] < 1:
-        raise ValueError(f"theta must have shape (..., n) with n >= 1, got shape {th.shape}")
-    return _order(np.cos(th), np.sin(th), _masses(masses, th.shape[-1]))
-
-
-def order_parameter_from_positions(positions: ArrayLike,
-                                   masses: ArrayLike | None = None) -> OrderParameter:
-    """Order parameter of points on the circle: the (weighted) mean of the rows.
-
-    Parameters
-    ----------
-    positions : array_like, shape (..., n, 2)
-        Points ``(cos theta_j, sin theta_j)`` (e.g. ``Trajectory.positions``).
-    masses : array_like, shape (n,), optional
+    model : {"sa", "usa", "kuramoto"}
+        Coupling function (:data:`ANGLE_MODELS`).
+    n : int
+        Number of oscillators; the state is shaped (n, 1).
+    beta, coupling, usa_scale
+        As in :func:`angle_velocity_reference`.
+    omega : ndarray, shape (n,)
+        Natural frequencies.
+    masses : ndarray, shape (n,), optional
         Weights (ones when None).
 
     Returns
     -------
-    OrderParameter
-        ``r`` and ``psi`` of shape (...); ``r`` equals the ``order_parameter``
-        observable of :func:`particles.simulate`.
+    CompiledField
+        Drifts ``drift(theta, p, out, ws)`` on (n, 1) arrays, speed bound
+        :func:`angle_speed_bound` and per-oscillator rates ``|omega_i| + (bound -
+        max |omega|)``.
     """
-    x = check_finite("positions", np.asarray(positions, dtype=np.float64))
-    if x.ndim < 2 or x.shape[-1] != 2 or x.shape[-2] < 1:
-        raise ValueError(f"positions must have shape (..., n, 2), got shape {x.shape}")
-    return _order(x[..., 0], x[..., 1], _masses(masses, x.shape[-2]))
+    p = angle_params(n, beta, coupling, omega, usa_scale, masses)
+    w = p[0]
+    bound = angle_speed_bound(model, beta, coupling, w, usa_scale)
+
+    def reference(theta: np.ndarray) -> np.ndarray:
+        return angle_velocity_reference(theta[:, 0], model=model, beta=beta, coupling=coupling,
+                                        omega=w, usa_scale=usa_scale, masses=masses)[:, None]
+
+    return CompiledField(
+        serial=angle_drift(model, False), parallel=angle_drift(model, True), params=p,
+        workspace=lambda nchunks: angle_workspace(n), reference=reference,
+        name=f"angle_{model}", pairwise=model != "kuramoto", speed=bound,
+        rates=np.abs(w) + (bound - float(np.abs(w).max())),
+    )

@@ -8,8 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
+
+
+class DriftSet(NamedTuple):
+    """A single-head drift pair as a kernel or normalisation provides it.
+
+    ``serial`` and ``parallel`` are ``drift(X, p, out, ws)``, ``workspace(nchunks)``
+    the scratch length, ``name`` the path taken and ``blas`` whether the
+    drift multiplies row blocks with BLAS (see :attr:`CompiledField.blas`).
+    """
+
+    serial: Callable
+    parallel: Callable
+    workspace: Callable[[int], int]
+    name: str
+    blas: bool = False
 
 
 @dataclass(frozen=True)
@@ -45,6 +61,17 @@ class CompiledField:
         ``layer_params`` then stack the per-system entries along a leading
         batch axis, and runners hand system ``b`` its ``p_b``.  None when
         every system runs with ``params``.
+    layer_time : float, optional
+        Length of a layer: layer ``l`` (parameters ``layer_params(l)``) holds
+        on ``[l * layer_time, (l + 1) * layer_time)``; None: one layer.
+    rates : ndarray, shape (n,), optional
+        Per-token bounds on the speeds (over every system), for step-size
+        warnings that count the fast tokens (Kuramoto: ``|c| + |omega_i|``);
+        None when one bound, :attr:`speed`, holds for all.
+    blas : bool
+        Whether the drift multiplies row blocks with BLAS: the engine then
+        keeps BLAS single-threaded while Numba threads run (two spinning
+        thread pools on two cores made a step many times slower).
     """
 
     serial: Callable
@@ -57,3 +84,6 @@ class CompiledField:
     layer_params: Callable[[int], tuple] | None = None
     speed: float | None = None
     select: Callable | None = None
+    layer_time: float | None = None
+    rates: np.ndarray | None = None
+    blas: bool = False

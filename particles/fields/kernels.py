@@ -39,6 +39,7 @@ import numpy as np
 from particles._numba import jit, prange, specialize, view2d
 from particles.fastexp import exp_scalar
 from particles.fields import attention
+from particles.fields.base import DriftSet
 
 #: from this dimension on, the attention kernels multiply row blocks with BLAS.
 #: Measured (one thread, float64, these machines): BLAS blocks beat the direct
@@ -179,6 +180,23 @@ rbf_blas_parallel = _rbf_drift(attention.attention_blas_parallel, "blas_parallel
 # ------------------------------------------------------------ pair kernels
 logkappa = None  # bound per kernel in PAIR_DRIFTS
 @jit
+def _log_edp(q, k, beta):
+    s = 0.0
+    for a in range(q.shape[0]):
+        s += q[a] * k[a]
+    return beta * s
+
+
+@jit
+def _log_rbf(q, k, tau):
+    s = 0.0
+    for a in range(q.shape[0]):
+        t = q[a] - k[a]
+        s += t * t
+    return -tau * s
+
+
+@jit
 def _log_l2(q, k, tau):
     s = 0.0
     for a in range(q.shape[0]):
@@ -299,8 +317,9 @@ class Kernel:
         ``logkappa(q, k, param) -> float`` for one pair, ``q, k`` of shape
         (d,): the generic pair loop's kernel.  Needed unless ``drifts`` is given.
     drifts : callable, optional
-        ``drifts(n, d) -> (serial, parallel, workspace, name)``: a kernel's
-        own fast single-head drifts (edp, rbf) instead of the pair loop.
+        ``drifts(n, d) -> DriftSet`` (or the tuple ``(serial, parallel,
+        workspace, name)``): a kernel's own fast single-head drifts (edp, rbf)
+        instead of the pair loop.
     time_change : bool
         Whether the kernel's drift takes the USA shift ``c`` (so that
         ``usa_scale="n_exp_beta"`` is allowed): the edp kernel only.
@@ -308,6 +327,13 @@ class Kernel:
         ``reference(X, param, *, normalized, usa_shift, Q, K, V, masses) -> Y``,
         a kernel's own NumPy attention output (default: the generic
         :func:`kernel_attention_reference` over ``log_reference``).
+    energy_log : numba dispatcher, optional
+        ``logkappa(q, k, param)`` the interaction energy sums
+        (:func:`particles.observables.kernel_energy`); default :attr:`logkappa`.
+    energy_scale : float, optional
+        ``a`` for a kernel whose log is linear in its parameter: the energy's
+        scale is then ``c = a * param`` and its ``c -> 0`` limit is defined
+        (edp 1, rbf 2, intersection 1); None: ``c = 1``.
     """
 
     name: str
@@ -319,6 +345,8 @@ class Kernel:
     drifts: Callable[[int, int], tuple] | None = None
     time_change: bool = False
     reference: Callable[..., np.ndarray] | None = None
+    energy_log: Callable | None = None
+    energy_scale: float | None = None
 
     def __post_init__(self) -> None:
         if self.logkappa is None and self.drifts is None:
@@ -326,6 +354,11 @@ class Kernel:
 
     def __str__(self) -> str:
         return self.formula
+
+    @property
+    def energy_kappa(self) -> Callable | None:
+        """The jitted ``logkappa(q, k, param)`` of the kernel's energy (None: none declared)."""
+        return self.energy_log if self.energy_log is not None else self.logkappa
 
     @cached_property
     def pair_drifts(self) -> tuple[Callable, Callable]:
@@ -335,12 +368,14 @@ class Kernel:
                                 parallel=parallel, logkappa=self.logkappa)
                      for parallel in (False, True))
 
-    def single_head(self, n: int, d: int) -> tuple[Callable, Callable, Callable[[int], int], str]:
-        """``(serial, parallel, workspace, name)`` of the single-head softmax/USA drift."""
+    def single_head(self, n: int, d: int) -> DriftSet:
+        """The single-head softmax/USA drift pair (a kernel's own ``drifts`` may return
+        a plain ``(serial, parallel, workspace, name)`` tuple: no BLAS)."""
         if self.drifts is not None:
-            return self.drifts(n, d)
+            return DriftSet(*self.drifts(n, d))
         serial, parallel = self.pair_drifts
-        return serial, parallel, (lambda c: pair_workspace_size(n, d, c)), f"pair_{self.name}"
+        return DriftSet(serial, parallel, (lambda c: pair_workspace_size(n, d, c)),
+                        f"pair_{self.name}")
 
     def params(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, logm: np.ndarray,
                param: float, normalized: bool, usa_shift: float, qk_identity: bool,
@@ -378,16 +413,17 @@ def _edp_drifts(n: int, d: int) -> tuple:
         return attention.workspace_size(n, d, c, blas)
 
     if blas:
-        return (attention.attention_blas_serial, attention.attention_blas_parallel, ws, "blas")
-    return (*attention.direct_kernels(d), ws, "direct")
+        return DriftSet(attention.attention_blas_serial, attention.attention_blas_parallel, ws,
+                        "blas", blas=True)
+    return DriftSet(*attention.direct_kernels(d), ws, "direct")
 
 
 def _rbf_drifts(n: int, d: int) -> tuple:
     blas = d >= BLAS_MIN_D
     ser, par = ((rbf_blas_serial, rbf_blas_parallel) if blas
                 else (rbf_direct_serial, rbf_direct_parallel))
-    return (ser, par, (lambda c: 2 * n + attention.workspace_size(n, d, c, blas)),
-            "rbf_blas" if blas else "rbf_direct")
+    return DriftSet(ser, par, (lambda c: 2 * n + attention.workspace_size(n, d, c, blas)),
+                    "rbf_blas" if blas else "rbf_direct", blas=blas)
 
 
 def _edp_reference(X, param, *, normalized, usa_shift, Q, K, V, masses):
@@ -405,12 +441,13 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("edp", "exp(beta <q, k>)", "beta",
            lambda q, k, b: b * (q @ k.T),
            lambda b, nq, nk, qk, d: b * qk,
-           drifts=_edp_drifts, time_change=True, reference=_edp_reference),
+           drifts=_edp_drifts, time_change=True, reference=_edp_reference,
+           energy_log=_log_edp, energy_scale=1.0),
     # the edp core scales by exp(2 tau |q| |k|) before the exp(-tau |q|^2) factor
     Kernel("rbf", "exp(-tau ||q - k||^2)", "tau",
            lambda q, k, t: -t * _pair_sq(q, k),
            lambda t, nq, nk, qk, d: 2.0 * t * nq * nk,
-           drifts=_rbf_drifts),
+           drifts=_rbf_drifts, energy_log=_log_rbf, energy_scale=2.0),
     Kernel("l2", "tau ||q - k||", "tau",
            lambda q, k, t: np.log(t * np.sqrt(_pair_sq(q, k))),
            lambda t, nq, nk, qk, d: _floor_log(t * (nq + nk)),
@@ -419,7 +456,7 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("intersection", "exp(sum_l min(beta q_l, beta k_l))", "beta",
            lambda q, k, b: np.minimum(b * q[:, None, :], b * k[None, :, :]).sum(-1),
            lambda b, nq, nk, qk, d: b * np.sqrt(d) * max(nq, nk),
-           logkappa=_log_intersection),
+           logkappa=_log_intersection, energy_scale=1.0),
     Kernel("quadratic", "(<q, k> + gamma)^2", "gamma",
            lambda q, k, g: 2.0 * np.log(np.abs(q @ k.T + g)),
            lambda g, nq, nk, qk, d: 2.0 * _floor_log(nq * nk + abs(g)),

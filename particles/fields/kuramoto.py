@@ -27,7 +27,6 @@ them.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -35,10 +34,8 @@ from numpy.typing import ArrayLike
 from particles._numba import jit, prange, specialize
 from particles.fields.base import CompiledField
 from particles.fields.frequencies import OMEGA_DISTRIBUTIONS, freeze_omega, parse_omega
+from particles.protocols import RunSpec
 from particles.seeds import frequencies_rng
-
-if TYPE_CHECKING:
-    from particles.config import SimulationConfig
 
 #: rows per block of the order-parameter sum.  The blocks are fixed by n (not
 #: by the thread count), so serial and parallel kernels, and runs on any number
@@ -46,20 +43,20 @@ if TYPE_CHECKING:
 BLOCK = 4096
 
 
-def _own_draws(config: SimulationConfig) -> bool:
+def _own_draws(config: RunSpec) -> bool:
     """Whether each system of the configuration draws its own frequencies."""
     return config.weight_draws == "independent" and isinstance(config.omega, str)
 
 
-def natural_frequencies(config: SimulationConfig, system: int = 0) -> np.ndarray:
+def natural_frequencies(config: RunSpec, system: int = 0) -> np.ndarray:
     """Natural frequencies ``omega_i`` of a configuration.
 
     Parameters
     ----------
-    config : SimulationConfig
+    config : RunSpec
         A ``model="kuramoto"`` configuration (any model gives zeros when
         ``config.omega`` is None).  A named distribution needs a concrete
-        ``config.seed`` (see :meth:`SimulationConfig.resolved`).
+        ``config.seed`` (see :meth:`RunSpec.resolved`).
     system : int
         The system of a batch whose systems draw their own frequencies
         (``weight_draws="independent"``); ignored when they share them.
@@ -75,7 +72,7 @@ def natural_frequencies(config: SimulationConfig, system: int = 0) -> np.ndarray
                                system=system if _own_draws(config) else None)
 
 
-def system_frequencies(config: SimulationConfig) -> np.ndarray:
+def system_frequencies(config: RunSpec) -> np.ndarray:
     """Natural frequencies of every system of the configuration's batch.
 
     Returns
@@ -254,7 +251,7 @@ def workspace_size(n: int) -> int:
     return 2 * ((n + BLOCK - 1) // BLOCK)
 
 
-def speed_bound(config: SimulationConfig) -> float:
+def speed_bound(config: RunSpec) -> float:
     """Upper bound ``|c| + max_i |omega_i|`` on the oscillators' angular speeds
     (over every system of a batch)."""
     return _speed(config.coupling, system_frequencies(config))
@@ -264,12 +261,12 @@ def _speed(coupling: float, omega: np.ndarray) -> float:
     return abs(coupling) + (float(np.abs(omega).max()) if omega.size else 0.0)
 
 
-def build(config: SimulationConfig) -> CompiledField:
+def build(config: RunSpec) -> CompiledField:
     """The compiled Kuramoto field of a validated ``model="kuramoto"`` configuration.
 
     Parameters
     ----------
-    config : SimulationConfig
+    config : RunSpec
         ``d = 2``; a named ``omega`` distribution needs a concrete seed.
 
     Returns
@@ -301,6 +298,7 @@ def build(config: SimulationConfig) -> CompiledField:
         pairwise=False,
         speed=_speed(coupling, omegas),
         select=select_omega if independent else None,
+        rates=abs(coupling) + np.abs(omegas).max(axis=0),
     )
 
 

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from particles.errors import invalid
 from particles.fields import sinkhorn
+from particles.fields.base import DriftSet
 from particles.fields.kernels import KERNELS, USA_SCALES
-
-if TYPE_CHECKING:
-    from particles.config import SimulationConfig
+from particles.protocols import RunSpec
 
 
 @dataclass(frozen=True)
@@ -31,8 +29,8 @@ class Normalization:
     ----------
     name, description : str
     drifts : callable
-        ``drifts(config) -> (serial, parallel, workspace, name)``: the
-        single-head drift pair, ``workspace(nchunks) -> int`` and a path name.
+        ``drifts(config) -> DriftSet``: the single-head drift pair,
+        ``workspace(nchunks) -> int``, a path name and whether it runs BLAS.
     params : callable
         ``params(config, Q, K, V, qk_identity, v_identity, normalized) -> p``:
         the drift's parameter tuple for matrices of shape (d, d) (or stacks).
@@ -46,21 +44,21 @@ class Normalization:
 
     name: str
     description: str
-    drifts: Callable[[SimulationConfig], tuple]
+    drifts: Callable[[RunSpec], DriftSet]
     params: Callable[..., tuple]
     reference: Callable[..., np.ndarray]
-    check: Callable[[SimulationConfig], None]
+    check: Callable[[RunSpec], None]
 
     def __str__(self) -> str:
         return self.description
 
 
-def usa_shift(config: SimulationConfig) -> float:
+def usa_shift(config: RunSpec) -> float:
     """The USA log-weight shift ``c`` of a configuration (``beta`` or 0)."""
     return USA_SCALES[config.usa_scale].shift(config.beta)
 
 
-def _softmax_drifts(config: SimulationConfig) -> tuple:
+def _softmax_drifts(config: RunSpec) -> DriftSet:
     return KERNELS[config.kernel].single_head(config.n, config.d)
 
 
@@ -79,14 +77,14 @@ def _softmax_reference(config, X, Q, K, V, masses, normalized) -> np.ndarray:
                                       Q=Q, K=K, V=V, masses=masses)
 
 
-def _no_rules(config: SimulationConfig) -> None:
+def _no_rules(config: RunSpec) -> None:
     return None
 
 
-def _sinkhorn_drifts(config: SimulationConfig) -> tuple:
+def _sinkhorn_drifts(config: RunSpec) -> DriftSet:
     n, d = config.n, config.d
-    return (sinkhorn.sinkhorn_serial, sinkhorn.sinkhorn_parallel,
-            lambda c: sinkhorn.sinkhorn_workspace_size(n, d, c), "sinkhorn")
+    return DriftSet(sinkhorn.sinkhorn_serial, sinkhorn.sinkhorn_parallel,
+                    lambda c: sinkhorn.sinkhorn_workspace_size(n, d, c), "sinkhorn")
 
 
 def _sinkhorn_params(config, Q, K, V, qk_identity, v_identity, normalized) -> tuple:
@@ -99,7 +97,7 @@ def _sinkhorn_reference(config, X, Q, K, V, masses, normalized) -> np.ndarray:
                                        tol=config.sinkhorn_tol, Q=Q, K=K, V=V)[0]
 
 
-def _sinkhorn_rules(config: SimulationConfig) -> None:
+def _sinkhorn_rules(config: RunSpec) -> None:
     def fail(name: str, allowed: str, got) -> None:
         raise invalid(name, allowed, got)
 

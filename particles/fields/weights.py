@@ -23,14 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from particles.protocols import RunSpec
 from particles.seeds import weights_rng
 
-if TYPE_CHECKING:
-    from particles.config import SimulationConfig
 
 @dataclass(frozen=True)
 class QKEnsemble:
@@ -135,18 +133,18 @@ WEIGHT_DRAWS: dict[str, str] = {
 
 
 
-def is_random(config: SimulationConfig) -> bool:
+def is_random(config: RunSpec) -> bool:
     """Whether the configuration draws any weights from its seed (``V = +-Q^T K``
     of given Q and K is fixed, not drawn)."""
     return QK_WEIGHTS[config.weights].random or V_WEIGHTS[config.value_weights].random
 
 
-def per_system(config: SimulationConfig) -> bool:
+def per_system(config: RunSpec) -> bool:
     """Whether the systems of the configuration's batch draw their own weights."""
     return config.weight_draws == "independent" and is_random(config)
 
 
-def draw_layer(config: SimulationConfig, layer: int = 0
+def draw_layer(config: RunSpec, layer: int = 0
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The Q, K, V matrices of one layer for every system that has its own.
 
@@ -162,13 +160,13 @@ def draw_layer(config: SimulationConfig, layer: int = 0
     return tuple(np.stack(m) for m in zip(*draws, strict=True))
 
 
-def draw_weights(config: SimulationConfig, layer: int = 0, system: int | None = None
+def draw_weights(config: RunSpec, layer: int = 0, system: int | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The Q, K, V matrices of every head of one layer.
 
     Parameters
     ----------
-    config : SimulationConfig
+    config : RunSpec
         With a concrete seed when any ensemble is random.
     layer : int
         Layer index (0 without layers).

@@ -25,7 +25,7 @@ Stochastic steppers (``STRONG_ORDER`` set) draw their normals with
 :func:`particles.integrators.noise.fill_normals` from the ``key`` and
 ``counter`` they receive, read their amplitude ``sigma`` from the last entry
 of ``p`` and call the drift with ``p[:-1]`` (the engine appends ``sigma`` to
-the field's parameters for them); ``tests/test_noise.py`` runs such an
+the field's parameters for them, from the problem's noise); ``tests/test_noise.py`` runs such an
 Euler-Maruyama stepper through the runners.  Time-dependent fields (random
 weights redrawn per layer) stay segments of the save-point loop
 (:func:`particles.engine.march`): every step also receives ``t``, so a stepper
@@ -51,6 +51,10 @@ class Integrator:
     module: ModuleType
     description: str
     adaptive: bool = False
+    #: whether its stage states leave the sphere (``x + h k``, normalised only at
+    #: the end of the step): a mean field fed by them is corrupted when a fast
+    #: token inflates its stage vectors (see ``particles.engine.check_step_size``)
+    off_sphere_stages: bool = False
 
     @property
     def order(self) -> int:
@@ -88,10 +92,11 @@ INTEGRATORS: dict[str, Integrator] = {
     i.name: i
     for i in (
         Integrator("euler", euler, "Transformer layer normalize(x + h y), order 1"),
-        Integrator("rk4", rk4, "projected classical Runge-Kutta, order 4"),
+        Integrator("rk4", rk4, "projected classical Runge-Kutta, order 4",
+                   off_sphere_stages=True),
         Integrator("geodesic", geodesic, "exponential-map midpoint on great circles, order 2"),
         Integrator("dopri5", dopri5, "adaptive Dormand-Prince 5(4), rtol/atol control",
-                   adaptive=True),
+                   adaptive=True, off_sphere_stages=True),
         Integrator("em", em, "geodesic Euler-Maruyama for noise > 0, strong order 1/2 "
                    "(1 on the circle's angles)"),
         Integrator("heun", heun, "stochastic Heun on great circles, the default with noise "

@@ -24,25 +24,18 @@ import numpy as np
 
 from particles._numba import kernel_key, specialize
 from particles.integrators._rows import copy_rows, space_field
+from particles.integrators.tableaux import DOPRI5
 from particles.sphere.rows import normalize_rows
 
-ORDER = 5
+ORDER = DOPRI5.order
 STRONG_ORDER = None
 SPACES = ("sphere", "flat")
 STAGES = 9
 
-# Butcher tableau (Dormand & Prince 1980).
-_A = np.array([
-    [0, 0, 0, 0, 0, 0],
-    [1 / 5, 0, 0, 0, 0, 0],
-    [3 / 40, 9 / 40, 0, 0, 0, 0],
-    [44 / 45, -56 / 15, 32 / 9, 0, 0, 0],
-    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0, 0],
-    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656, 0],
-])
-_B = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])
-# b - bhat for the seven stages (the 7th is f at the 5th-order solution).
-_E = np.array([71 / 57600, 0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40])
+# the public tableau as arrays (Numba freezes module-level arrays into the kernels)
+_A = DOPRI5.a_matrix()
+_B = np.array(DOPRI5.b)
+_E = np.array(DOPRI5.e)  # b - bhat of the seven stages (the 7th: f at the new solution)
 
 
 field = None  # bound by make_attempt / make_start

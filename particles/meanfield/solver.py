@@ -30,8 +30,8 @@ is analytic and aliasing errors are of the size of the unresolved part of
 (Lawson) form: the diffusion ``-D k^2`` is integrated exactly, so it puts no
 limit on the step, and the advection is explicit.  The compiled steppers of
 :mod:`particles.integrators` act on particle rows and cannot take a complex
-spectral state with an integrating factor, so the tableau is applied here
-(copied: the package's tableau is private to its module).  Every step starts
+spectral state with an integrating factor, so the public tableau
+(:data:`particles.integrators.tableaux.DOPRI5`) is applied here.  Every step starts
 from the grid density (no FSAL), so a :class:`SolverState` holds all that is
 needed to continue bit for bit.
 
@@ -78,6 +78,7 @@ import numpy as np
 
 from particles.errors import ConfigError, IntegrationError
 from particles.integrators.driver import step_factor
+from particles.integrators.tableaux import DOPRI5
 from particles.meanfield.energy import dissipation, energy
 from particles.meanfield.initial import grid, make_density, parse_init
 from particles.meanfield.linear import MEANFIELD_MODELS
@@ -95,19 +96,10 @@ POSITIVITY = ("warn", "raise", "ignore")
 #: a frame loses positivity when min(rho) < -POSITIVITY_TOL * max(rho).
 POSITIVITY_TOL = 1e-6
 
-# Dormand & Prince (1980), as in particles.integrators.dopri5.
-_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
-_A = (
-    (),
-    (1 / 5,),
-    (3 / 40, 9 / 40),
-    (44 / 45, -56 / 15, 32 / 9),
-    (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
-    (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
-)
-_B = (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84)
-_E = (71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40)
-_ORDER = 5
+# the public Dormand-Prince 5(4) tableau of the particles' ``dopri5`` (nodes as an
+# array: their differences are the integrating factors' exponents)
+_C = np.array(DOPRI5.c)
+_A, _B, _E, _ORDER = DOPRI5.a, DOPRI5.b, DOPRI5.e, DOPRI5.order
 
 
 def _finite(name: str, value: Any, *, positive: bool = False, nonneg: bool = False) -> float:
@@ -409,8 +401,8 @@ class _Stepper:
                     by_gap[d] = np.exp(self.L * (d * h))
                 return by_gap[d]
 
-            f = {(i, j): gap(_C[i] - _C[j]) for i in range(7) for j in range(i)}
-            for j in range(7):
+            f = {(i, j): gap(_C[i] - _C[j]) for i in range(DOPRI5.stages) for j in range(i)}
+            for j in range(DOPRI5.stages):
                 f["end", j] = gap(1.0 - _C[j])
             f["end", "u"] = gap(1.0)
             self._factors = f

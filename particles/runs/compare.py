@@ -51,8 +51,8 @@ from particles.errors import (
     ConfigError,
     OutputPathError,
 )
-from particles.fields import MODELS
 from particles.io.compare import COMPARISON, ComparisonSpec, ModelFrame, load_comparison
+from particles.models import MODELS
 from particles.plotting.compare import (
     STYLES,
     check_png_path,
@@ -210,7 +210,7 @@ def compare_models(
     beta : float
         Inverse temperature of SA and USA, and of every model's recorded energy.
     models : tuple of str or str
-        Keys of :data:`particles.fields.MODELS`, run in this order
+        Keys of :data:`particles.models.MODELS`, run in this order
         (``"sa,usa"`` is accepted).
     coupling : float
         Kuramoto coupling ``c`` (Kuramoto only).

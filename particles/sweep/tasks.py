@@ -1,30 +1,25 @@
 """Tasks of a sweep: a chunk of systems at one grid point, run as one ensemble.
 
 :func:`run_task` runs the systems ``[start, stop)`` of one grid point as one
-batch through the engine (one compiled call per save interval for all of
-them) and reduces every saved frame at once to per-system statistics; the
-positions of a frame are dropped once reduced (kept only with
+batch through the engine (:func:`particles.engine.integrate`: one compiled
+call per save interval for all of them) and reduces every saved frame at once
+to per-system statistics by the observers (:mod:`particles.observables`);
+the positions of a frame are dropped once reduced (kept only with
 ``positions=True``).  Per system and save time:
 
 * ``pair_counts``: pairs ``i < j`` with ``<x_i, x_j> > 1 - delta``, one count
-  per threshold;
-* ``cluster_count``: the clusters of the components detector
-  (:func:`particles.analysis.components.component_labels`: connected
-  components of "geodesic distance < eps");
-* ``energy``: the ``energy`` observable (:mod:`particles.observables`; the
+  per threshold (the ``close_pairs`` observer, for the sweep's deltas);
+* ``cluster_count``: the clusters of the components detector (the
+  ``clusters`` observer, for its eps);
+* ``energy``: summed by the same pass (the ``pair_energy`` observer; the
   energy of the kernel that ran where one is defined);
 * ``order_parameter``: the ``order`` observer's ``r``;
 
 the first three from one compiled pass over the pairs of every system
-(:func:`frame_statistics`: one inner product per pair, vectorised over the
-pairs, the exponentials vectorised; the clusters of n <= MASK_MAX_N tokens
-from bitmasks, of more by a union-find; tested against the detector and the
-observables);
-
-and per system: the formation and first-merge times of its cluster-count
-series (:mod:`particles.analysis.merges`: the first long-lived plateau, NaN
-when not seen), and ``single_cluster_time``, the first save time with one
-cluster (inf if never).
+(:mod:`particles.observables.pairs`); and per system: the formation and
+first-merge times of its cluster-count series (:mod:`particles.analysis.merges`:
+the first long-lived plateau, NaN when not seen), and
+``single_cluster_time``, the first save time with one cluster (inf if never).
 
 Seeds (:mod:`particles.seeds`): system ``s`` of grid point ``g`` draws its
 initial positions from spawn key ``(3, g, s, 0)`` and its noise from
@@ -41,16 +36,15 @@ from typing import Any
 
 import numpy as np
 
-from particles._numba import cached, jit, prange
-from particles.analysis.components import find_root
+from particles._numba import cached
 from particles.analysis.merges import DEFAULT_MIN_DECADES
 from particles.config import SimulationConfig, parse_init
-from particles.fastexp import exp_row, lane_total
-from particles.observables import energy_definition, kernel_energy
+from particles.models import build_problem
+from particles.observables import observation
 from particles.seeds import sweep_noise_keys, sweep_system_rng
 from particles.sphere import INITIAL_CONDITIONS
 
-__all__ = ["Task", "TaskResult", "frame_statistics", "run_task", "system_positions", "timescales"]
+__all__ = ["Task", "TaskResult", "run_task", "system_positions", "timescales"]
 
 
 @dataclass(frozen=True)
@@ -131,354 +125,7 @@ class TaskResult:
     seconds: float = 0.0
 
 
-# ------------------------------------------------------------ compiled kernels
-# The pairs i < j of a system are visited by diagonals of the circulant
-# (i, i + k mod n), k = 1 .. n // 2, i < n: every pair once, except on the last
-# diagonal of an even n (2k = n), where i and i + n/2 give the same pair twice
-# (only i < n/2 counts there).  Every diagonal is one loop of length n over i
-# that vectorises: the coordinates are transposed and doubled, XT2 (d, 2n), so
-# the partner of i is XT2[:, i + k].  A pair's inner product is the
-# detector's (one rounded product, one rounded add per coordinate, in order;
-# products commute), so the close pairs and the clusters are exactly those of
-# :func:`particles.analysis.components.component_labels`, on every input.
-
-#: largest n whose clusters come from bitmasks (one uint64 per diagonal: bit i
-#: of diagonal k set where i and i + k mod n are linked; a set-at-a-time
-#: breadth-first search, :func:`_circulant_components`) and whose pair values
-#: are kept in one buffer per thread (:func:`_stats_mask`); larger n take
-#: :func:`_stats_union` (a union-find over the close pairs, O(n) scratch).
-MASK_MAX_N = 64
-
-#: most systems per block of the parallel loop (each block allocates its scratch once).
-_BLOCK = 32
-
-_U0 = np.uint64(0)
-_U1 = np.uint64(1)
-
-
-@jit
-def _double_transpose(Xb, b, XT2):
-    """XT2 (d, 2n): XT2[a, i] = XT2[a, i + n] = Xb[b, i, a] for Xb (B, n, d)."""
-    n = XT2.shape[1] // 2
-    d = XT2.shape[0]
-    for i in range(n):
-        for a in range(d):
-            XT2[a, i] = Xb[b, i, a]
-            XT2[a, i + n] = Xb[b, i, a]
-
-
-@jit
-def _diagonal_length(n, k):
-    """Pairs on diagonal k (1 <= k <= n // 2): n, or n / 2 when 2k = n."""
-    return n // 2 if 2 * k == n else n
-
-
-# The helpers take whole contiguous arrays and an offset, never slices or
-# views (a slice is a strided array to Numba, so LLVM does not vectorise its
-# loops; a view costs two atomic reference-count updates), and index with
-# uint64 (a signed index i + k gets Numba's negative-index wraparound select,
-# which keeps the loop scalar).
-@jit
-def _diagonal_dots(XT2, k, v, off, n):
-    """v[off + i] = <x_i, x_{i+k mod n}>, i < n, the detector's arithmetic."""
-    d = XT2.shape[0]
-    ku = np.uint64(k)
-    ou = np.uint64(off)
-    if d == 2:
-        for i in range(n):
-            u = np.uint64(i)
-            v[ou + u] = XT2[0, u] * XT2[0, u + ku] + XT2[1, u] * XT2[1, u + ku]
-    elif d == 3:
-        for i in range(n):
-            u = np.uint64(i)
-            v[ou + u] = ((XT2[0, u] * XT2[0, u + ku] + XT2[1, u] * XT2[1, u + ku])
-                         + XT2[2, u] * XT2[2, u + ku])
-    else:
-        for i in range(n):
-            u = np.uint64(i)
-            v[ou + u] = XT2[0, u] * XT2[0, u + ku]
-        for a in range(1, d):
-            for i in range(n):
-                u = np.uint64(i)
-                v[ou + u] = v[ou + u] + XT2[a, u] * XT2[a, u + ku]
-
-
-@jit
-def _diagonal_close(XT2, k, v, off, n, cos_eps):
-    """:func:`_diagonal_dots` of diagonal k into v[off:off + n], and its close
-    pairs as a bitmask: bit i set where <x_i, x_{i+k mod n}> > cos_eps (n <= 64)."""
-    d = XT2.shape[0]
-    ku = np.uint64(k)
-    ou = np.uint64(off)
-    acc = _U0
-    if d == 2:
-        for i in range(n):
-            u = np.uint64(i)
-            s = XT2[0, u] * XT2[0, u + ku] + XT2[1, u] * XT2[1, u + ku]
-            v[ou + u] = s
-            acc |= np.uint64(s > cos_eps) << u
-        return acc
-    if d == 3:
-        for i in range(n):
-            u = np.uint64(i)
-            s = ((XT2[0, u] * XT2[0, u + ku] + XT2[1, u] * XT2[1, u + ku])
-                 + XT2[2, u] * XT2[2, u + ku])
-            v[ou + u] = s
-            acc |= np.uint64(s > cos_eps) << u
-        return acc
-    _diagonal_dots(XT2, k, v, off, n)
-    for i in range(n):
-        u = np.uint64(i)
-        acc |= np.uint64(v[ou + u] > cos_eps) << u
-    return acc
-
-
-@jit
-def _popcount(x):
-    """Set bits of the uint64 x."""
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
-
-
-@jit
-def _circulant_components(C, n):
-    """Connected components of the graph on n <= 64 tokens whose edges are the
-    set bits of the diagonal masks C (n // 2 + 1,): bit i of C[k] links i and
-    i + k mod n.  The isolated tokens at once, then a breadth-first search
-    over token sets (one uint64 each): the neighbours of a set F through
-    diagonal k are rot(F & C[k], k) | (C[k] & rot(F, -k))."""
-    nu = np.uint64(n)
-    full = ~_U0 if n == 64 else (_U1 << nu) - _U1
-    touched = _U0
-    for k in range(1, n // 2 + 1):
-        ku = np.uint64(k)
-        c = C[k]
-        touched |= c | (((c << ku) | (c >> (nu - ku))) & full)
-    unseen = touched & full
-    count = np.int64(_popcount(full & ~touched))
-    while unseen != _U0:
-        count += 1
-        front = unseen & (~unseen + _U1)  # the lowest token left
-        unseen ^= front
-        while front != _U0:
-            new = _U0
-            for k in range(1, n // 2 + 1):
-                ku = np.uint64(k)
-                c = C[k]
-                f = front & c
-                new |= ((f << ku) | (f >> (nu - ku))) | (c & ((front >> ku) | (front << (nu - ku))))
-            front = new & unseen
-            unseen ^= front
-    return count
-
-
-@jit
-def _count_above(v, L, t):
-    """#{i < L : v[i] > t}."""
-    c = 0
-    for i in range(L):
-        c += v[i] > t
-    return c
-
-
-@jit
-def _energy_sum(v, wts, msq, L):
-    """sum_{i < L} wts[i] v[i] (v overwritten), or msq sum v[i] where wts is empty
-    (equal masses), in the lane order of :func:`lane_total`."""
-    if wts.shape[0] == 0:
-        return msq * lane_total(v, L)
-    for i in range(L):
-        v[i] = wts[i] * v[i]
-    return lane_total(v, L)
-
-
-@cached(parallel=True)
-def _stats_mask(Xb, thresholds, cos_eps, beta, wts, msq, pairs, counts, esum):
-    """:func:`frame_statistics` for n <= MASK_MAX_N.  Per system the pair values
-    of every diagonal go into one buffer (diagonal k at ``(k - 1) n``: the
-    n (n - 1) / 2 pairs are its first entries, the repeated half of the last
-    diagonal of an even n comes after them), the close pairs into one bitmask
-    per diagonal; then one pass per threshold, one exponential pass and one
-    weighted sum over the pairs (wts: :func:`_pair_weights`, or empty for equal
-    masses, each ``sqrt(msq)``)."""
-    B, n, d = Xb.shape
-    K = thresholds.shape[0]
-    P = n * (n - 1) // 2
-    bs = max(1, min(_BLOCK, B // 16))  # at least 16 blocks where B allows
-    nblocks = (B + bs - 1) // bs
-    for blk in prange(nblocks):
-        XT2 = np.empty((d, 2 * n))
-        v = np.empty(max(n * (n // 2), 1))
-        C = np.empty(n // 2 + 1, dtype=np.uint64)
-        for b in range(blk * bs, min(B, (blk + 1) * bs)):
-            _double_transpose(Xb, b, XT2)
-            for k in range(1, n // 2 + 1):
-                C[k] = _diagonal_close(XT2, k, v, (k - 1) * n, n, cos_eps)
-            for t in range(K):
-                pairs[b, t] = _count_above(v, P, thresholds[t])
-            counts[b] = _circulant_components(C, n)
-            if beta > 0.0:
-                for p in range(P):
-                    v[p] = beta * (v[p] - 1.0)
-                exp_row(v, v)
-            esum[b] = _energy_sum(v, wts, msq, P)
-
-
-@cached(parallel=True)
-def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
-    """:func:`frame_statistics` for any n, one diagonal at a time (O(n) scratch);
-    the components by a union-find over the close pairs (m (n,): the masses).
-
-    Every token keeps a label, a token of its tree (lab2 (2n,), doubled like
-    XT2: its root when last relabelled, or the root a pair of it joined): a
-    close pair of equal labels is one tree already, so a diagonal is first
-    screened in one vectorised pass and only its close pairs of different
-    labels go through the union-find (in a clustered frame, after the first
-    diagonals, none).  A diagonal of more than n / 16 such pairs relabels
-    every token by its root."""
-    B, n, d = Xb.shape
-    K = thresholds.shape[0]
-    bs = max(1, min(_BLOCK, B // 16))  # at least 16 blocks where B allows
-    nblocks = (B + bs - 1) // bs
-    for blk in prange(nblocks):
-        XT2 = np.empty((d, 2 * n))
-        m2 = np.empty(2 * n)
-        w = np.empty(n)
-        v = np.empty(n)
-        parent = np.empty(n, dtype=np.int64)
-        lab2 = np.empty(2 * n, dtype=np.int64)
-        for i in range(n):
-            m2[i] = m2[i + n] = m[i]
-        for b in range(blk * bs, min(B, (blk + 1) * bs)):
-            _double_transpose(Xb, b, XT2)
-            for i in range(n):
-                parent[i] = i
-                lab2[i] = lab2[i + n] = i
-            for t in range(K):
-                pairs[b, t] = 0
-            e_acc = 0.0
-            for k in range(1, n // 2 + 1):
-                L = _diagonal_length(n, k)
-                ku = np.uint64(k)
-                _diagonal_dots(XT2, k, v, 0, n)
-                for t in range(K):
-                    pairs[b, t] += _count_above(v, L, thresholds[t])
-                new = 0
-                for i in range(L):
-                    u = np.uint64(i)
-                    new += (v[u] > cos_eps) & (lab2[u] != lab2[u + ku])
-                if new:
-                    for i in range(L):
-                        q = i + k if i + k < n else i + k - n
-                        if v[i] > cos_eps and lab2[i] != lab2[q]:
-                            ri = find_root(parent, i)
-                            rq = find_root(parent, q)
-                            r = min(ri, rq)
-                            parent[max(ri, rq)] = r
-                            lab2[i] = lab2[i + n] = lab2[q] = lab2[q + n] = r
-                    if 16 * new > n:  # many joins: relabel every token
-                        for i in range(n):
-                            lab2[i] = lab2[i + n] = find_root(parent, i)
-                if beta > 0.0:
-                    for i in range(n):
-                        v[i] = beta * (v[i] - 1.0)
-                    exp_row(v, v)
-                for i in range(L):
-                    u = np.uint64(i)
-                    w[u] = m2[u] * m2[u + ku]
-                e_acc += _energy_sum(v, w, 0.0, L)
-            esum[b] = e_acc
-            c = 0
-            for i in range(n):
-                if find_root(parent, i) == i:
-                    c += 1
-            counts[b] = c
-
-
-def _pair_weights(masses: np.ndarray) -> np.ndarray:
-    """``m_i m_j`` of the pairs in the order of :func:`_stats_mask`'s buffer
-    (diagonal k = 1 .. n // 2, i < n; i < n / 2 where 2k = n): shape (n (n - 1) / 2,)."""
-    m = np.asarray(masses, dtype=np.float64)
-    n = m.shape[0]
-    parts = []
-    for k in range(1, n // 2 + 1):
-        i = np.arange(n // 2 if 2 * k == n else n)
-        parts.append(m[i] * m[(i + k) % n])
-    return np.ascontiguousarray(np.concatenate(parts) if parts else np.empty(0))
-
-
-def frame_statistics(x: np.ndarray, deltas: np.ndarray, eps: float, beta: float,
-                     masses: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Close pairs, cluster counts and the default energy of every system, in one
-    compiled pass over the pairs.
-
-    Parameters
-    ----------
-    x : ndarray, shape (m, n, d)
-    deltas : ndarray, shape (k,)
-    eps : float
-        Linking distance of the clusters (the components detector).
-    beta : float
-    masses : ndarray, shape (n,)
-
-    Returns
-    -------
-    pairs : ndarray of int64, shape (m, k)
-        As :func:`close_pairs`.
-    counts : ndarray of int64, shape (m,)
-        As :func:`particles.analysis.components.component_labels`.
-    energy : ndarray, shape (m,)
-        ``1/(2 beta N^2) sum_ij m_i m_j exp(beta <x_i, x_j>)`` (its beta = 0
-        limit ``1/(2 N^2) sum_ij m_i m_j <x_i, x_j>``), the default ``energy``
-        observable (:mod:`particles.observables`) to rounding (the pair terms
-        are summed in a fixed order of their own, with lanes).
-
-    Notes
-    -----
-    n <= :data:`MASK_MAX_N` tokens: clusters from bitmasks, the pair values
-    of a system in one buffer (:func:`_stats_mask`); more: one diagonal of
-    pairs at a time and a union-find (:func:`_stats_union`).  The close pairs
-    and the cluster counts are exact (the detector's inner products) either way.
-    """
-    xb = np.ascontiguousarray(x, dtype=np.float64)
-    B = xb.shape[0]
-    m = np.ascontiguousarray(masses, dtype=np.float64)
-    pairs = np.empty((B, len(deltas)), dtype=np.int64)
-    counts = np.empty(B, dtype=np.int64)
-    esum = np.empty(B)
-    n = xb.shape[1]
-    thresholds = 1.0 - np.asarray(deltas, dtype=np.float64)
-    cos_eps = float(np.cos(eps))
-    if n <= MASK_MAX_N:
-        equal = n == 0 or bool(np.all(m == m[0]))
-        wts = np.empty(0) if equal else _pair_weights(m)
-        msq = float(m[0] * m[0]) if n and equal else 0.0
-        _stats_mask(xb, thresholds, cos_eps, float(beta), wts, msq, pairs, counts, esum)
-    else:
-        _stats_union(xb, thresholds, cos_eps, float(beta), m, pairs, counts, esum)
-    N = m.sum()
-    diag = float(np.sum(m * m))
-    if beta > 0.0:
-        # off-diagonal pairs twice, the diagonal (exp(0) = 1) once
-        scale = np.exp(beta) / (2.0 * beta) if beta < 709.0 else np.inf
-        energy = scale * (diag + 2.0 * esum) / (N * N)
-    else:
-        energy = (diag + 2.0 * esum) / (2.0 * N * N)
-    return pairs, counts, energy
-
-
-def close_pairs_reference(x: np.ndarray, deltas: np.ndarray) -> np.ndarray:
-    """Plain NumPy twin of the close-pair counts of :func:`frame_statistics`
-    (Gram matrices): shape (m, k) int64."""
-    x = np.asarray(x, dtype=np.float64)
-    iu = np.triu_indices(x.shape[1], 1)
-    g = np.einsum("bia,bja->bij", x, x)[:, iu[0], iu[1]]
-    thr = 1.0 - np.asarray(deltas, dtype=np.float64)
-    return (g[:, :, None] > thr[None, None, :]).sum(axis=1).astype(np.int64)
-
-
+# ------------------------------------------------------------ time scales
 @cached()
 def _timescales(times, counts, min_decades, time_unit, formation, first_merge):
     """Formation and first-merge time of every series counts[b] (F,), as
@@ -572,36 +219,35 @@ def run_task(task: Task) -> TaskResult:
     """
     import time
 
-    from particles.engine import iter_frames
+    from particles.engine import integrate
 
     t0 = time.perf_counter()
     m = task.systems
-    base = SimulationConfig.from_dict(task.config)
-    # the O(n) observer gives r; the pair statistics and the energy come from one
-    # fused pass (frame_statistics), the energy of another kernel from its own
-    config = base.replace(batch=m, init="array", observables=("order",), positions="none")
-    definition = energy_definition(config)
-    masses = config.mass_array()
-    x0 = system_positions(base, task.seed, task.point, task.start, task.stop)
+    config = SimulationConfig.from_dict(task.config)
+    # the task's systems as one ensemble of the point's one-system configuration,
+    # each from its own initial positions and noise key
+    x0 = system_positions(config, task.seed, task.point, task.start, task.stop)
     keys = sweep_noise_keys(task.seed, task.point, range(task.start, task.stop))
+    problem = build_problem(config, x0, keys=keys)
+    # r from the O(n) observer; the pair statistics and the energy from one fused pass
+    observers = observation(("order", "close_pairs", "clusters", "pair_energy"), config,
+                            settings={"deltas": task.deltas, "eps": task.eps})
     times = config.output_times()
     F = times.size
-    deltas = np.asarray(task.deltas, dtype=np.float64)
-    pairs = np.empty((m, F, deltas.size), dtype=np.int64)
+    pairs = np.empty((m, F, len(task.deltas)), dtype=np.int64)
     counts = np.empty((m, F), dtype=np.int64)
     energy = np.empty((m, F))
     order = np.empty((m, F))
     pos = np.empty((m, F, config.n, config.d)) if task.positions else None
-    for frame in iter_frames(config, x0, keys=keys):
-        k = frame.index
-        X = frame.positions
-        pairs[:, k], counts[:, k], e = frame_statistics(X, deltas, task.eps, config.beta,
-                                                        masses)
-        energy[:, k] = e if definition.default else kernel_energy(X, masses,
-                                                                  definition)["energy"]
-        order[:, k] = frame.observables["order_parameter"]
+    for frame in integrate(problem, config.integrator, times, observers, dt=config.dt,
+                           max_steps=config.max_steps, rtol=config.rtol, atol=config.atol):
+        k, values = frame.index, frame.observables
+        pairs[:, k] = values["pair_counts"]
+        counts[:, k] = values["cluster_count"]
+        energy[:, k] = values["energy"]
+        order[:, k] = values["order_parameter"]
         if pos is not None:
-            pos[:, k] = X
+            pos[:, k] = frame.positions
     formation, first_merge = timescales(times, counts, min_decades=task.min_decades,
                                         time_unit=task.time_unit)
     one = counts == 1

@@ -1,0 +1,95 @@
+"""Kuramoto oscillators as a problem: on the angles for the integrators that gain from it.
+
+The field is :mod:`particles.fields.kuramoto` (the embedded circle).  Under
+the fixed-step integrators of :data:`ANGLE_INTEGRATORS` the problem is the
+angle form instead (:mod:`particles.fields.angle`): phases ``theta`` (batch,
+n, 1) in a flat space, with the same natural frequencies (one set per system
+with ``weight_draws="independent"``), mapped to the stored points ``(cos
+theta, sin theta)`` at every save point and re-derived from them, so that a
+run resumed from a stored frame continues bit for bit.
+
+Why the angle form: RK4's stage states on the embedded form leave the circle,
+and an oscillator with ``h |omega_i| >> 1`` inflates its stage vectors and,
+through the O(n) mean field, every oscillator's drift.  On the phases RK4
+integrates the constant ``omega_i`` exactly.  (Euler and geodesic steps stay
+on the circle; dopri5 controls its error.)  The stochastic steppers run on
+the phases too: the noise is then additive, ``d theta_i = f_i dt + sigma
+dW_i``, and they gain a strong order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from particles.fields import kuramoto
+from particles.fields.angle import angle_field
+from particles.models.problem import Hints, Problem, run_noise, sphere_problem, token_positions
+from particles.protocols import RunSpec
+
+__all__ = ["ANGLE_INTEGRATORS", "circle_points", "on_angles", "phases", "problem"]
+
+#: fixed-step integrators that run ``model="kuramoto"`` on the angle form.
+ANGLE_INTEGRATORS = frozenset({"rk4", "em", "heun"})
+
+
+def on_angles(config: RunSpec) -> bool:
+    """Whether a Kuramoto run integrates the phases (its integrator is in
+    :data:`ANGLE_INTEGRATORS`) rather than the embedded circle."""
+    return config.integrator in ANGLE_INTEGRATORS
+
+
+def phases(X: np.ndarray) -> np.ndarray:
+    """Phases of points on the circle: ``theta`` (batch, n, 1) of X (batch, n, 2)."""
+    theta = np.empty((*X.shape[:2], 1))
+    _anchor(X, theta)
+    return theta
+
+
+def _anchor(X: np.ndarray, theta: np.ndarray) -> None:
+    theta[..., 0] = np.arctan2(X[..., 1], X[..., 0])
+
+
+def circle_points(theta: np.ndarray) -> np.ndarray:
+    """Points ``(cos theta, sin theta)`` (batch, n, 2) of phases (batch, n, 1)."""
+    X = np.empty((*theta.shape[:2], 2))
+    X[..., 0] = np.cos(theta[..., 0])
+    X[..., 1] = np.sin(theta[..., 0])
+    return X
+
+
+def problem(config: RunSpec, positions: np.ndarray, *,
+            keys: np.ndarray | None = None) -> Problem:
+    """The problem of a validated ``model="kuramoto"`` run.
+
+    Parameters
+    ----------
+    config : RunSpec
+    positions : ndarray, shape (batch, n, 2) or (n, 2)
+        Oscillators at the first save point.
+    keys : ndarray of uint64, shape (batch, 2), optional
+        Noise keys (see :func:`particles.models.problem.run_noise`).
+
+    Returns
+    -------
+    Problem
+        On the embedded circle, or on the phases (see the module docstring);
+        either way with the embedded field's speed bounds (``|c| + |omega_i|``).
+    """
+    field = kuramoto.build(config)
+    if not on_angles(config):
+        return sphere_problem(config, positions, field, keys=keys)
+    X = token_positions(config, positions, field)
+    omegas = kuramoto.system_frequencies(config)
+    angles = angle_field("kuramoto", config.n, coupling=float(config.coupling),
+                         omega=omegas[0], masses=config.mass_array())
+    params, select = angles.params, None
+    if field.select is not None:
+        # each system its own frequencies: a leading batch axis, selected per system
+        params, select = (np.ascontiguousarray(omegas), *params[1:]), kuramoto.select_omega
+    angles = dataclasses.replace(angles, params=params, select=select, speed=field.speed,
+                                 rates=field.rates, pairwise=field.pairwise)
+    return Problem(state0=phases(X), space="flat", field=angles,
+                   noise=run_noise(config, X.shape[0], keys), to_positions=circle_points,
+                   anchor=_anchor, positions0=X, hints=Hints(state="phases"))
