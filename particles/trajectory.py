@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from particles.config import SimulationConfig
+from particles.protocols import RunSpec
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class Trajectory:
     steps: np.ndarray
     positions: np.ndarray
     observables: dict[str, np.ndarray] = field(default_factory=dict)
-    config: SimulationConfig | None = None
+    config: RunSpec | None = None
     complete: bool = True
 
     @property

@@ -2,10 +2,12 @@
 
 Every module of ``particles`` and ``particles_cli`` belongs to a declared
 layer; a module may import only from its own layer or a lower one, at module
-level *and* inside functions (function-level imports used to hide cycles).
-Imports under ``if TYPE_CHECKING:`` are exempt (they never run).  Inside one
-layer the import graph must have no cycle, and no ``_``-prefixed name is
-imported from another module's namespace across packages.
+level, inside functions (function-level imports used to hide cycles) *and*
+under ``if TYPE_CHECKING:`` (a type hint naming an upper layer is a cycle of
+the design even if it never runs: the registries never name the
+configuration).  The import graph, type-level imports included, must have no
+cycle, and no ``_``-prefixed name is imported from another module's
+namespace across packages.
 """
 
 from __future__ import annotations
@@ -74,12 +76,6 @@ def module_files() -> dict[str, Path]:
 MODULES = module_files()
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
-
-
 def _resolve(source: str, node: ast.ImportFrom, is_package: bool) -> str:
     if not node.level:
         return node.module or ""
@@ -94,10 +90,6 @@ def imports_of(module: str, path: Path) -> list[Import]:
     found: list[Import] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             for a in node.names:
                 found.append(Import(module, a.name, (), node.lineno))
@@ -196,7 +188,7 @@ def test_library_never_imports_click():
 
 def test_the_detector_finds_what_it_should(tmp_path):
     # the checks above are only worth something if the walker sees function-level
-    # imports and skips TYPE_CHECKING blocks
+    # imports and those under TYPE_CHECKING
     src = tmp_path / "m.py"
     src.write_text(
         "from typing import TYPE_CHECKING\n"
@@ -205,7 +197,18 @@ def test_the_detector_finds_what_it_should(tmp_path):
     found = {(i.target, i.names) for i in imports_of("particles.fields.demo", src)}
     assert ("particles.analysis.clusters", ()) in found
     assert ("particles.engine", ()) in found
-    assert all(t != "particles.io" for t, _ in found)
+    assert ("particles.io", ("load",)) in found
+
+
+def test_a_type_level_cycle_is_refused(tmp_path):
+    """The cycle of issue 24 (errors naming io.h5md.RunSummary under TYPE_CHECKING,
+    fields naming config while config imports them) is what the walk must see."""
+    src = tmp_path / "e.py"
+    src.write_text("from typing import TYPE_CHECKING\n"
+                   "if TYPE_CHECKING:\n    from particles.io.h5md import RunSummary\n")
+    upward = [i for i in imports_of("particles.errors", src)
+              if i.target in MODULES and layer_of(i.target) > layer_of("particles.errors")]
+    assert [i.target for i in upward] == ["particles.io.h5md"]
 
 
 @pytest.mark.parametrize("module", ["particles", "particles.sphere", "particles.errors",
