@@ -17,18 +17,21 @@ import numpy as np
 from particles.analysis.components import DEFAULT_EPS, count_clusters
 from particles.config import KERNEL_PARAMETERS
 from particles.io.compare import load_comparison
+from particles.models import MODELS
 from particles.trajectory import Trajectory
 
 __all__ = ["LABELS", "ComparisonResult", "KernelComparison", "KernelRun", "ModelSummary",
            "min_inner_product", "model_label"]
 
-#: display names; other registered models are shown in upper case.
-LABELS = {"sa": "SA", "usa": "USA", "kuramoto": "Kuramoto"}
+#: model -> display name, from the registry (:attr:`particles.models.Model.label`).
+LABELS = {k: m.label or k.upper() for k, m in MODELS.items()}
 
 
 def model_label(model: str) -> str:
-    """Display name of a model (``"SA"``, ``"USA"``, ``"Kuramoto"``; others upper case)."""
-    return LABELS.get(model, model.upper())
+    """Display name of a model (:attr:`particles.models.Model.label`: ``"SA"``,
+    ``"USA"``, ``"Kuramoto"``; one registered without a label in upper case)."""
+    entry = MODELS.get(model)
+    return entry.label if entry is not None and entry.label else model.upper()
 
 
 # ------------------------------------------------------------------ models

@@ -9,6 +9,7 @@ Every integrator is a module with
 * ``SPACES``: the spaces it works in (``"sphere"``: rows on the unit sphere;
   ``"flat"``: plain coordinates, the circle's angle form);
 * ``STAGES``: the scratch arrays of shape (n, d) a step needs;
+* ``EVALUATIONS``: the drift evaluations of one step (what a run costs);
 * ``make_step(drift, space)`` returning a compiled
   ``step(X, t, h, p, ws, S, key, counter)`` that advances one system X (n, d)
   in place from time ``t`` by ``h``; ``key`` ((2,) uint64, the system's noise
@@ -85,6 +86,12 @@ class Integrator:
     def stages(self) -> int:
         """Number of (n, d) scratch arrays a step needs."""
         return self.module.STAGES
+
+    @property
+    def evaluations(self) -> int:
+        """Drift evaluations per step (the cost a run's estimate counts; an adaptive
+        step's at its stages, rejected attempts aside)."""
+        return self.module.EVALUATIONS
 
 
 #: name -> integrator; the single source of truth for ``integrator=``.

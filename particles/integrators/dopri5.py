@@ -31,6 +31,8 @@ ORDER = DOPRI5.order
 STRONG_ORDER = None
 SPACES = ("sphere", "flat")
 STAGES = 9
+#: drift evaluations of one step
+EVALUATIONS = 7
 
 # the public tableau as arrays (Numba freezes module-level arrays into the kernels)
 _A = DOPRI5.a_matrix()

@@ -36,6 +36,8 @@ STRONG_ORDER = 0.5
 STRONG_ORDERS = {"sphere": 0.5, "flat": 1.0}
 SPACES = ("sphere", "flat")
 STAGES = 2
+#: drift evaluations of one step
+EVALUATIONS = 1
 
 field = None  # bound by make_increment_step
 SPHERE = True  # bound by make_increment_step

@@ -15,6 +15,8 @@ ORDER = 1
 STRONG_ORDER = None
 SPACES = ("sphere",)
 STAGES = 1
+#: drift evaluations of one step
+EVALUATIONS = 1
 
 drift = None  # bound by make_step
 

@@ -20,6 +20,8 @@ ORDER = 2
 STRONG_ORDER = None
 SPACES = ("sphere",)
 STAGES = 2
+#: drift evaluations of one step
+EVALUATIONS = 2
 
 field = None  # bound by make_step
 

@@ -17,6 +17,8 @@ ORDER = 4
 STRONG_ORDER = None
 SPACES = ("sphere", "flat")
 STAGES = 5
+#: drift evaluations of one step
+EVALUATIONS = 4
 
 field = None  # bound by make_step
 NORMALIZE = True  # bound by make_step: False in a flat space

@@ -334,6 +334,7 @@ def _read_model(f: h5py.File, model: str, path: Path) -> Trajectory | None:
                              complete=complete)
     if k == 0:  # stopped before its first frame reached the disk
         return None
+    complete = complete and k == len(config.output_times())
     pos = f[f"particles/{model}/position"]
     return Trajectory(
         times=np.asarray(pos["time"][:k], dtype=np.float64),
@@ -459,7 +460,7 @@ def read_comparison_summary(path: str | Path) -> ComparisonSummary:
                 k, _ = inspect_group(f, p, config, m, f"observables/{m}", label=m,
                                      complete=flag)
                 frames[m], expected[m] = k, len(config.output_times())
-                done.append(flag)
+                done.append(flag and k == expected[m])
         complete = (bool(f["parameters"].attrs.get("complete", 0))
                     and len(done) == len(models) and all(done))
         return ComparisonSummary(p, tuple(models), frames, expected, complete)

@@ -372,12 +372,11 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
     missing = [n for n in OBSERVABLES if n not in names]
     if missing:
         raise file_error(path, f"no observable {', '.join(missing)} (the solver's state)")
-    complete = bool(params.attrs.get("complete", 0))
-    expected = len(save_times(config))  # (no frame at all is said above)
-    if complete and (frames != expected or max(lengths) != frames):
-        spread = f"; its datasets hold {frames} to {max(lengths)}" if max(lengths) != frames else ""
-        raise file_error(path, f"it is marked complete but holds {frames} of {expected} "
-                         f"frames{spread} (a damaged file)")
+    flag = bool(params.attrs.get("complete", 0))
+    if flag and max(lengths) != frames:
+        raise file_error(path, f"it is marked complete but its datasets hold {frames} to "
+                         f"{max(lengths)} frames (a damaged file)")
+    complete = flag and frames == len(save_times(config))
     return _Header(config, frames, complete, tuple(names))
 
 

@@ -226,9 +226,10 @@ def inspect_group(
     label : str
         How the messages name the group (empty for the only one).
     complete : bool
-        Whether the group is marked complete: then every frame dataset must
-        hold every frame (a writer marks a group complete only after its last
-        frame is on disk; anything else is damage, not a killed run).
+        Whether the group is marked complete: then its frame datasets must all
+        be of one length (a writer marks a group complete only after its last
+        frame is on disk; datasets of different lengths are damage, not a
+        killed run).
 
     Returns
     -------
@@ -273,13 +274,11 @@ def inspect_group(
         names.append(name)
         lengths.append(data.shape[0])
     frames = min(lengths) if keep_all else _resume_frames(elements, names, lengths, pos)
-    if complete and frames:  # (none at all: the callers say so)
-        expected, longest = expected_frames(config), max(lengths, default=frames)
-        if frames != expected or longest != frames:
-            spread = f"; its datasets hold {frames} to {longest}" if longest != frames else ""
-            who = f"model {label!r}" if label else "it"
-            raise file_error(path, f"{who} is marked complete but holds {frames} of "
-                             f"{expected} frames{spread} (a damaged file)")
+    if complete and frames and max(lengths, default=frames) != frames:
+        # (a complete file whose configuration claims more frames reads as incomplete)
+        who = f"model {label!r}" if label else "it"
+        raise file_error(path, f"{who} is marked complete but its datasets hold {frames} to "
+                         f"{max(lengths)} frames (a damaged file)")
     return frames, tuple(names)
 
 
@@ -312,10 +311,11 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
         raise file_error(path, "no /parameters attribute config") from None
     except (ValueError, TypeError) as exc:
         raise file_error(path, f"stored configuration is not valid: {exc}") from None
-    complete = bool(params.attrs.get("complete", 0))
-    frames, names = inspect_group(f, path, config, GROUP, "observables", complete=complete)
+    flag = bool(params.attrs.get("complete", 0))
+    frames, names = inspect_group(f, path, config, GROUP, "observables", complete=flag)
     if frames == 0:
         raise file_error(path, "holds no frames")
+    complete = flag and frames == expected_frames(config)
     return _Header(config, frames, complete, names)
 
 

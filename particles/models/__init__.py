@@ -42,12 +42,23 @@ class Model:
         ``field(config) -> CompiledField``: the drift on the tokens.
     problem : callable
         ``problem(config, positions, *, keys=None) -> Problem``.
+    label : str
+        Display name (``"SA"``; legends, titles, tables).
+    parameters : tuple of str
+        The configuration fields only this model reads (Kuramoto's
+        ``coupling`` and ``omega``, USA's ``usa_scale``), for titles and
+        summaries.
+    attention : bool
+        Whether the model attends: it has a kernel and Q, K, V (Kuramoto does not).
     """
 
     name: str
     description: str
     field: Callable[[RunSpec], CompiledField]
     problem: Callable[..., Problem]
+    label: str = ""
+    parameters: tuple[str, ...] = ()
+    attention: bool = True
 
     def build(self, config: RunSpec, positions: np.ndarray, *,
               keys: np.ndarray | None = None) -> Problem:
@@ -73,11 +84,13 @@ class Model:
 MODELS: dict[str, Model] = {
     m.name: m
     for m in (
-        Model("sa", "self-attention, softmax (row-stochastic) weights", sa_field, sa_problem),
+        Model("sa", "self-attention, softmax (row-stochastic) weights", sa_field, sa_problem,
+              label="SA"),
         Model("usa", "unnormalized self-attention, weights divided by n", usa_field,
-              usa_problem),
+              usa_problem, label="USA", parameters=("usa_scale",)),
         Model("kuramoto", "Kuramoto oscillators on the circle (d = 2), O(n)",
-              kuramoto_field.build, kuramoto.problem),
+              kuramoto_field.build, kuramoto.problem, label="Kuramoto",
+              parameters=("coupling", "omega"), attention=False),
     )
 }
 

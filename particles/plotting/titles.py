@@ -15,6 +15,8 @@ import textwrap
 from typing import Any
 
 from particles.analysis.comparison import model_label
+from particles.fields.kernels import KERNELS, USA_SCALES
+from particles.models import MODELS
 
 __all__ = ["SHORT_SEED_DIGITS", "kernel_text", "run_title", "seed_text", "time_label"]
 
@@ -82,24 +84,26 @@ def run_title(
         ``"SA, edp kernel, β=9, n=32, d=3, V=-I (repulsive), system 3 of 8, seed 7"``.
     """
     cfg = config
+    model = MODELS[cfg.model]
     parts = [model_label(cfg.model)]
-    if cfg.model == "kuramoto":
+    if "coupling" in model.parameters:
         parts.append(f"c={cfg.coupling:g}")
+    if "omega" in model.parameters:
         if isinstance(cfg.omega, str):
             parts.append(f"ω~{cfg.omega}")
         elif cfg.omega is not None:
             parts.append("ω given")
-    else:
+    if model.attention:
         parts.append(kernel_text(cfg))
-        if cfg.kernel != "edp" and cfg.beta:
+        if not KERNELS[cfg.kernel].time_change and cfg.beta:
             parts.append(f"β={cfg.beta:g} (energy)")
     parts.append(f"n={cfg.n}, d={cfg.d}")
-    if cfg.model != "kuramoto":
+    if model.attention:
         for name in ("Q", "K", "V"):
             text = _matrix_text(name, getattr(cfg, name))
             if text:
                 parts.append(text)
-        if cfg.model == "usa" and cfg.usa_scale != "n":
+        if _time_changed(cfg):
             parts.append(f"usa_scale={cfg.usa_scale} (time e^β t)")
         if cfg.weights != "given":
             parts.append(f"weights {cfg.weights}")
@@ -123,6 +127,15 @@ def run_title(
     return "\n".join(textwrap.wrap(", ".join(parts), width=width, break_long_words=False))
 
 
+def _time_changed(config: Any) -> bool:
+    """Whether the run's time is a rescaled one: a model that reads ``usa_scale``
+    run with a scale that is a time change (``n_exp_beta``: time ``e^β t``)."""
+    model = MODELS.get(getattr(config, "model", None))
+    scale = USA_SCALES.get(getattr(config, "usa_scale", None))
+    return (model is not None and "usa_scale" in model.parameters and scale is not None
+            and scale.time_change)
+
+
 def time_label(config: Any = None, *, log: bool = False) -> str:
     """The time axis label: ``"time t"``, or ``"time e^β t"`` for the rescaled USA.
 
@@ -130,10 +143,6 @@ def time_label(config: Any = None, *, log: bool = False) -> str:
     ``e^{-β} exp(β <x_i, x_j>) / n``: its time is ``e^β t`` in the time ``t``
     of USA with ``usa_scale="n"``.
     """
-    rescaled = (
-        config is not None
-        and getattr(config, "model", None) == "usa"
-        and getattr(config, "usa_scale", "n") == "n_exp_beta"
-    )
+    rescaled = config is not None and _time_changed(config)
     text = r"time $e^{\beta} t$ (usa_scale=n_exp_beta)" if rescaled else "time t"
     return text + (" (log)" if log else "")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from particles.config import SimulationConfig
+from particles.integrators import INTEGRATORS
 from particles.io.h5md import expected_frames
 
 __all__ = ["Estimate", "available_memory", "check_fits", "estimate", "estimate_values"]
@@ -33,8 +34,6 @@ __all__ = ["Estimate", "available_memory", "check_fits", "estimate", "estimate_v
 STATE_COPIES = 12
 #: seconds per (token pair x dimension x head x stage) on one core, roughly.
 SECONDS_PER_PAIR_OP = 2e-9
-#: stages per step of the integrators (adaptive ones counted at their own stages).
-STAGES = {"euler": 1, "rk4": 4, "dopri5": 7, "em": 1, "heun": 2}
 #: bytes one stored float takes in memory as a Python float inside a tuple.
 PY_FLOAT = 32
 #: a process needs this much beyond its arrays (interpreter, Numba, h5py).
@@ -137,7 +136,7 @@ def estimate(config: SimulationConfig) -> Estimate:
     times = PY_FLOAT * len(config.save_times or ()) + 8 * frames
     return _estimate(
         n=config.n, d=config.d, batch=config.batch or 1, heads=config.heads, frames=frames,
-        steps=steps, stages=STAGES.get(config.integrator, 7),
+        steps=steps, stages=INTEGRATORS[config.integrator].evaluations,
         observables=len(config.observables or ()) + 2,
         weights_per_system=config.weight_draws != "shared", times_in_memory=times,
     )

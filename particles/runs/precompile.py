@@ -24,26 +24,35 @@ from typing import Any
 
 __all__ = ["TARGETS", "PrecompileReport", "precompile"]
 
-_INTEGRATORS = ("euler", "rk4", "geodesic", "dopri5", "em", "heun")
-_KERNELS_MORE = ("rbf", "l2", "intersection", "quadratic")
+def _noise(integrator: str) -> float:
+    """A noise amplitude the integrator takes (stochastic steppers need one)."""
+    from particles.integrators import INTEGRATORS
+
+    return 0.1 if INTEGRATORS[integrator].stochastic else 0.0
 
 
 def _simulate_configs(more: bool) -> Iterator[dict[str, Any]]:
-    """Keyword sets of :class:`~particles.config.SimulationConfig`: every model,
-    integrator and layout (serial, batch, rows), direct and BLAS paths; with
-    ``more`` also the other kernels, Sinkhorn and per-system weights."""
+    """Keyword sets of :class:`~particles.config.SimulationConfig`: every registered
+    model, integrator and layout (serial, batch, rows), direct and BLAS paths;
+    with ``more`` also the other kernels, Sinkhorn and per-system weights
+    (combinations the registries refuse are skipped by the caller)."""
+    from particles.config import SimulationConfig
+    from particles.fields import KERNELS
+    from particles.integrators import INTEGRATORS
+    from particles.models import MODELS
+
+    default_kernel = SimulationConfig.__dataclass_fields__["kernel"].default
     layouts = (dict(n=8), dict(n=8, batch=2), dict(n=512))  # serial, batch, rows
-    for integrator in _INTEGRATORS:
-        noise = 0.1 if integrator in ("em", "heun") else 0.0
-        for model in ("sa", "usa", "kuramoto"):
+    for integrator in INTEGRATORS:
+        noise = _noise(integrator)
+        for model in MODELS:
             # direct (d = 2 and 3 have kernels of their own; d = 4 compiles on
             # first use), BLAS
-            dims = (2,) if model == "kuramoto" else (2, 3, 24)
-            for d in dims:
+            for d in (2, 3, 24):
                 for layout in layouts:
                     yield dict(model=model, d=d, integrator=integrator, noise=noise, **layout)
         if more:
-            for kernel in _KERNELS_MORE:
+            for kernel in (k for k in KERNELS if k != default_kernel):
                 for layout in layouts:
                     yield dict(model="sa", d=3, kernel=kernel, integrator=integrator,
                                noise=noise, **layout)
@@ -136,21 +145,38 @@ def _run_kernels(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
 def _run_sweep(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
     import numba
 
+    from particles.config import SimulationConfig
+    from particles.integrators import INTEGRATORS, NOISE_DEFAULT
+    from particles.models import MODELS
     from particles.sweep import SweepSpec, run_sweep
 
     # the kernels a sweep task adds to simulate's (per-frame statistics, time
     # scales), for the integrators a sweep is likely to use; in this process's
     # threads and in one thread: the local backend's worker processes run one
     # Numba thread each, and take the serial compilations
-    integrators = _INTEGRATORS if more else ("euler", "rk4", "heun")
+
+    def models_of(d: int) -> tuple[str, ...]:
+        ok = []
+        for m in MODELS:
+            try:
+                SimulationConfig(n=8, d=d, beta=1.0, model=m)
+            except ValueError:
+                continue  # a model the registries do not run in this dimension
+            ok.append(m)
+        return tuple(ok)
+
+    # the integrators a sweep is likely to use: the default, the Transformer
+    # layer and the default with noise (all of them with ``more``)
+    likely = {SimulationConfig(n=2, d=2, beta=0.0).integrator, "euler", NOISE_DEFAULT}
+    integrators = tuple(INTEGRATORS) if more else tuple(i for i in INTEGRATORS if i in likely)
     count = 0
     threads = numba.get_num_threads()
     try:
         for nthreads in sorted({threads, 1}, reverse=True):
             numba.set_num_threads(nthreads)
             for integrator in integrators:
-                noise = 0.1 if integrator in ("em", "heun") else 0.0
-                for d, models in ((2, ("sa", "usa", "kuramoto")), (3, ("sa", "usa"))):
+                noise = _noise(integrator)
+                for d, models in ((2, models_of(2)), (3, models_of(3))):
                     note(f"sweep --integrator {integrator} --d {d} ({nthreads} thread(s))")
                     spec = SweepSpec(base=dict(n=8, d=d, beta=1.0, T=0.05, dt=0.01,
                                                save_every=1, integrator=integrator,
