@@ -19,17 +19,10 @@ import numpy as np
 
 from particles.config import (
     NAMED_MATRICES,
-    OMEGA_DISTRIBUTIONS,
-    POSITIONS,
-    USA_SCALES,
     SimulationConfig,
     parse_init,
 )
-from particles.fields import KERNELS, NORMALIZATIONS
-from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, WEIGHT_DRAWS
-from particles.integrators import INTEGRATORS
-from particles.models import MODELS
-from particles.observables import OBSERVERS, PAIRWISE_DEFAULT_MAX_N
+from particles.observables import PAIRWISE_DEFAULT_MAX_N
 from particles.sphere import INITIAL_CONDITIONS
 
 #: configuration fields that every run needs (no default in SimulationConfig).
@@ -150,213 +143,31 @@ MATRIX = _Parsed("matrix", parse_matrix_value)
 
 
 # ------------------------------------------------------------------ options
-def _choice(registry) -> click.Choice:
-    return click.Choice(list(registry))
+#: the CLI's parsers of values that are not plain numbers or names
+#: (:attr:`particles.config.Option.parse`).
+PARSERS: dict[str, click.ParamType] = {"init": INIT, "matrix": MATRIX}
 
 
-def _init_help() -> str:
-    def form(name: str) -> str:
-        param = INITIAL_CONDITIONS[name].parameter
-        return f"{name}:{param}" if param else name
+def _option(f: dataclasses.Field) -> Callable:
+    """The click option of a configuration field, from its metadata
+    (:class:`particles.config.Option`: help text, type, the registry of its
+    choices).  Its default is None: a value not given comes from --config,
+    then from SimulationConfig's defaults."""
+    spec = f.metadata["option"]
+    if spec.parse is not None:
+        kind = PARSERS[spec.parse]
+    elif spec.choices is not None:
+        kind = click.Choice(list(spec.choices()))
+    else:
+        kind = spec.type
+    return click.option(option_name(f.name), f.name, type=kind, help=spec.text(),
+                        metavar=spec.metavar)
 
-    names = " | ".join(form(k) for k in NAMED_INITS)
-    return f"Initial condition: {names} | PATH.npy of shape (n, d) or (batch, n, d)."
 
-
-#: (field, click decorator) for every configuration option of `simulate`.
-#: Defaults are None: a value not given comes from --config, then from
-#: SimulationConfig's defaults.
+#: (field, click decorator) for every configuration field that is an option of
+#: `simulate` (the fields with :class:`particles.config.Option` metadata).
 CONFIG_OPTIONS: list[tuple[str, Callable]] = [
-    ("n", click.option("--n", "n", type=int, help="Number of tokens.")),
-    ("d", click.option("--d", "d", type=int, help="Ambient dimension (tokens on S^{d-1}).")),
-    ("beta", click.option("--beta", "beta", type=float, help="Inverse temperature.")),
-    (
-        "model",
-        click.option(
-            "--model",
-            "model",
-            type=_choice(MODELS),
-            help="Dynamics: "
-            + "; ".join(f"{k} ({m.description})" for k, m in MODELS.items())
-            + ".",
-        ),
-    ),
-    (
-        "kernel",
-        click.option(
-            "--kernel",
-            "kernel",
-            type=_choice(KERNELS),
-            help="Attention kernel: " + "; ".join(f"{k} = {v}" for k, v in KERNELS.items()) + ".",
-        ),
-    ),
-    (
-        "usa_scale",
-        click.option(
-            "--usa-scale",
-            "usa_scale",
-            type=click.Choice(USA_SCALES),
-            help="USA normalisation 1/n or e^-beta/n.",
-        ),
-    ),
-    (
-        "integrator",
-        click.option(
-            "--integrator",
-            "integrator",
-            type=_choice(INTEGRATORS),
-            help="Integrator: "
-            + "; ".join(f"{k} ({i.description})" for k, i in INTEGRATORS.items())
-            + ".",
-        ),
-    ),
-    (
-        "dt",
-        click.option(
-            "--dt", "dt", type=float, help="Step size (initial step for adaptive integrators)."
-        ),
-    ),
-    ("T", click.option("--T", "T", type=float, help="Final time.")),
-    (
-        "save_every",
-        click.option("--save-every", "save_every", type=int, help="Steps between saved frames."),
-    ),
-    (
-        "batch",
-        click.option(
-            "--batch", "batch", type=int, help="Number of independent systems (ensemble)."
-        ),
-    ),
-    (
-        "seed",
-        click.option(
-            "--seed",
-            "seed",
-            type=int,
-            help="Root seed (default: fresh entropy, recorded in the file).",
-        ),
-    ),
-    ("init", click.option("--init", "init", type=INIT, help=_init_help())),
-    (
-        "Q",
-        click.option(
-            "--Q",
-            "Q",
-            type=MATRIX,
-            help="Query matrix: identity, minus-identity or a (d, d) PATH.npy.",
-        ),
-    ),
-    ("K", click.option("--K", "K", type=MATRIX, help="Key matrix (as --Q).")),
-    (
-        "V",
-        click.option(
-            "--V",
-            "V",
-            type=MATRIX,
-            help="Value matrix (as --Q); minus-identity is the repulsive flow.",
-        ),
-    ),
-    ("rtol", click.option("--rtol", "rtol", type=float, help="Adaptive relative tolerance.")),
-    ("atol", click.option("--atol", "atol", type=float, help="Adaptive absolute tolerance.")),
-    (
-        "save_times",
-        click.option(
-            "--save-times",
-            "save_times",
-            type=str,
-            help="Output times instead of --save-every: log:START:STOP:NUM (log-spaced, for "
-            "metastable runs), lin:START:STOP:NUM or t1,t2,...",
-        ),
-    ),
-    (
-        "coupling",
-        click.option("--coupling", "coupling", type=float,
-                     help="Kuramoto coupling strength c (--model kuramoto)."),
-    ),
-    (
-        "omega",
-        click.option(
-            "--omega",
-            "omega",
-            type=str,
-            help="Kuramoto natural frequencies (--model kuramoto): "
-            + " | ".join(f"{k}:WIDTH[:CENTER]" for k in OMEGA_DISTRIBUTIONS)
-            + ", drawn with the seed.",
-        ),
-    ),
-    (
-        "noise",
-        click.option(
-            "--noise",
-            "noise",
-            type=float,
-            help="Noise amplitude sigma >= 0: Brownian motion on the sphere, "
-            "dX = f dt + sigma P_X o dB (on the circle D = sigma^2/2); needs --integrator "
-            "em or heun (the default with noise), drawn with the seed.",
-        ),
-    ),
-    ("tau", click.option("--tau", "tau", type=float,
-                         help="Kernel parameter tau of rbf exp(-tau||q-k||^2) and l2 tau||q-k||.")),
-    ("gamma", click.option("--gamma", "gamma", type=float,
-                           help="Offset gamma of the quadratic kernel (<q,k> + gamma)^2.")),
-    (
-        "weights",
-        click.option(
-            "--weights", "weights", type=_choice(QK_WEIGHTS),
-            help="Q^T K ensemble (drawn from the seed): "
-            + "; ".join(f"{k} ({v})" for k, v in QK_WEIGHTS.items()) + ".",
-        ),
-    ),
-    (
-        "value_weights",
-        click.option(
-            "--value-weights", "value_weights", type=_choice(V_WEIGHTS),
-            help="V ensemble: " + "; ".join(f"{k} ({v})" for k, v in V_WEIGHTS.items()) + ".",
-        ),
-    ),
-    ("heads", click.option("--heads", "heads", type=int,
-                           help="Number of attention heads (outputs summed).")),
-    (
-        "normalization",
-        click.option(
-            "--normalization", "normalization", type=_choice(NORMALIZATIONS),
-            help="Attention normalisation: "
-            + "; ".join(f"{k} ({v})" for k, v in NORMALIZATIONS.items()) + ".",
-        ),
-    ),
-    ("sinkhorn_iters", click.option("--sinkhorn-iters", "sinkhorn_iters", type=int,
-                                    help="Maximum Sinkhorn iterations (1 is SA).")),
-    ("sinkhorn_tol", click.option("--sinkhorn-tol", "sinkhorn_tol", type=float,
-                                  help="Sinkhorn tolerance on the column sums.")),
-    ("layer_time", click.option("--layer-time", "layer_time", type=float,
-                                help="Redraw the random weights every LAYER_TIME units of "
-                                "time (one draw per layer; see --weight-draws).")),
-    (
-        "weight_draws",
-        click.option(
-            "--weight-draws", "weight_draws", type=_choice(WEIGHT_DRAWS),
-            help="Random weights of a batch: "
-            + "; ".join(f"{k} ({v})" for k, v in WEIGHT_DRAWS.items()) + ".",
-        ),
-    ),
-    (
-        "positions",
-        click.option(
-            "--positions", "positions", type=click.Choice(list(POSITIONS)),
-            help="Positions kept: " + "; ".join(f"{k} ({v})" for k, v in POSITIONS.items())
-            + ". The observables are kept at every frame; analyze and plot need all.",
-        ),
-    ),
-    (
-        "observables",
-        click.option(
-            "--observables", "observables", metavar="NAME[,NAME...]",
-            help="Observers recorded at every frame: "
-            + "; ".join(f"{k} ({o.cost}: {o.description})" for k, o in OBSERVERS.items())
-            + f". Default: pairwise up to n = {PAIRWISE_DEFAULT_MAX_N} (or on the circle at "
-            "beta = 0), order beyond.",
-        ),
-    ),
+    (f.name, _option(f)) for f in dataclasses.fields(SimulationConfig) if "option" in f.metadata
 ]
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -200,6 +200,88 @@ def check_coupling_like(name: str, value: Any) -> float:
     return c
 
 
+# ------------------------------------------------------ command-line options
+@dataclass(frozen=True)
+class Option:
+    """How a configuration field is given on the command line (its field metadata).
+
+    The CLI builds its options from these (:func:`particles_cli.options.config_options`):
+    ``--save-every`` for ``save_every``, with this help text, type and choices.
+
+    Attributes
+    ----------
+    help : str or callable
+        The help text; a callable builds it when asked (texts listing a
+        registry's entries).  ``{choices}`` is replaced by the entries of
+        :attr:`choices`, each as :attr:`item` says.
+    type : type, optional
+        ``int``, ``float`` or ``str`` of a plain value.
+    choices : callable, optional
+        Returns the registry (name -> entry) the value is one of.
+    item : str
+        How one entry is listed: ``str.format`` of ``name`` and ``entry``.
+    parse : str, optional
+        A value the CLI parses itself: ``"init"`` (a name or PATH.npy),
+        ``"matrix"`` (a named matrix or PATH.npy).
+    metavar : str, optional
+    """
+
+    help: str | Callable[[], str]
+    type: type | None = None
+    choices: Callable[[], Mapping[str, Any]] | None = None
+    item: str = "{name} ({entry})"
+    parse: str | None = None
+    metavar: str | None = None
+
+    def text(self) -> str:
+        """The help text, with the registry's entries listed."""
+        text = self.help() if callable(self.help) else self.help
+        if "{choices}" in text:
+            listed = "; ".join(self.item.format(name=k, entry=v)
+                               for k, v in self.choices().items())
+            text = text.replace("{choices}", listed)
+        return text
+
+
+def option(help: str | Callable[[], str], type: type | None = None, **kw: Any) -> dict:
+    """Field metadata making a configuration field a command-line option (:class:`Option`)."""
+    return {"option": Option(help, type, **kw)}
+
+
+def _registry(module: str, name: str) -> Callable[[], Mapping[str, Any]]:
+    """The registry ``module.name``, imported when asked (validating a value loads
+    the compiled code's modules; declaring the fields must not)."""
+    import importlib
+
+    return lambda: getattr(importlib.import_module(module), name)
+
+
+def _init_help() -> str:
+    def form(name: str) -> str:
+        param = INITIAL_CONDITIONS[name].parameter
+        return f"{name}:{param}" if param else name
+
+    names = " | ".join(form(k) for k, c in INITIAL_CONDITIONS.items() if c.sample is not None)
+    return f"Initial condition: {names} | PATH.npy of shape (n, d) or (batch, n, d)."
+
+
+def _omega_help() -> str:
+    from particles.fields.frequencies import OMEGA_DISTRIBUTIONS
+
+    return ("Kuramoto natural frequencies (--model kuramoto): "
+            + " | ".join(f"{k}:WIDTH[:CENTER]" for k in OMEGA_DISTRIBUTIONS)
+            + ", drawn with the seed.")
+
+
+def _observables_help() -> str:
+    from particles.observables import OBSERVERS, PAIRWISE_DEFAULT_MAX_N
+
+    return ("Observers recorded at every frame: "
+            + "; ".join(f"{k} ({o.cost}: {o.description})" for k, o in OBSERVERS.items())
+            + f". Default: pairwise up to n = {PAIRWISE_DEFAULT_MAX_N} (or on the circle at "
+            "beta = 0), order beyond.")
+
+
 _SAVE_TIMES_HELP = ("a sequence of times, 't1,t2,...', 'log:START:STOP:NUM' (log-spaced, "
                     "START > 0) or 'lin:START:STOP:NUM'")
 
@@ -344,42 +426,79 @@ class SimulationConfig:
         deterministic flow, bit for bit.
     """
 
-    n: int
-    d: int
-    beta: float
-    model: str = "sa"
-    kernel: str = "edp"
-    usa_scale: str = "n"
-    integrator: str | None = None
-    dt: float = 0.01
-    T: float = 10.0
-    save_every: int = 10
-    save_times: tuple[float, ...] | None = None
-    batch: int | None = None
-    seed: int | None = None
-    init: str = "uniform"
-    Q: Any = "identity"
-    K: Any = "identity"
-    V: Any = "identity"
+    n: int = field(metadata=option("Number of tokens.", int))
+    d: int = field(metadata=option("Ambient dimension (tokens on S^{d-1}).", int))
+    beta: float = field(metadata=option("Inverse temperature.", float))
+    model: str = field(default="sa", metadata=option(
+        "Dynamics: {choices}.", choices=_registry("particles.models", "MODELS"),
+        item="{name} ({entry.description})"))
+    kernel: str = field(default="edp", metadata=option(
+        "Attention kernel: {choices}.", choices=_registry("particles.fields", "KERNELS"),
+        item="{name} = {entry}"))
+    usa_scale: str = field(default="n", metadata=option(
+        "USA normalisation 1/n or e^-beta/n.",
+        choices=_registry("particles.fields", "USA_SCALES")))
+    integrator: str | None = field(default=None, metadata=option(
+        "Integrator: {choices}.", choices=_registry("particles.integrators", "INTEGRATORS"),
+        item="{name} ({entry.description})"))
+    dt: float = field(default=0.01, metadata=option(
+        "Step size (initial step for adaptive integrators).", float))
+    T: float = field(default=10.0, metadata=option("Final time.", float))
+    save_every: int = field(default=10, metadata=option("Steps between saved frames.", int))
+    save_times: tuple[float, ...] | None = field(default=None, metadata=option(
+        "Output times instead of --save-every: log:START:STOP:NUM (log-spaced, for "
+        "metastable runs), lin:START:STOP:NUM or t1,t2,...", str))
+    batch: int | None = field(default=None, metadata=option(
+        "Number of independent systems (ensemble).", int))
+    seed: int | None = field(default=None, metadata=option(
+        "Root seed (default: fresh entropy, recorded in the file).", int))
+    init: str = field(default="uniform", metadata=option(_init_help, parse="init"))
+    Q: Any = field(default="identity", metadata=option(
+        "Query matrix: identity, minus-identity or a (d, d) PATH.npy.", parse="matrix"))
+    K: Any = field(default="identity", metadata=option("Key matrix (as --Q).", parse="matrix"))
+    V: Any = field(default="identity", metadata=option(
+        "Value matrix (as --Q); minus-identity is the repulsive flow.", parse="matrix"))
     masses: tuple[float, ...] | None = None
-    rtol: float = 1e-6
-    atol: float = 1e-9
+    rtol: float = field(default=1e-6, metadata=option("Adaptive relative tolerance.", float))
+    atol: float = field(default=1e-9, metadata=option("Adaptive absolute tolerance.", float))
     max_steps: int = 10**9
-    coupling: float = 1.0
-    omega: str | tuple[float, ...] | None = None
-    tau: float = 1.0
-    gamma: float = 1.0
-    weights: str = "given"
-    value_weights: str = "given"
-    heads: int = 1
-    normalization: str = "softmax"
-    sinkhorn_iters: int = 100
-    sinkhorn_tol: float = 1e-9
-    layer_time: float | None = None
-    weight_draws: str = "shared"
-    observables: tuple[str, ...] | None = None
-    positions: str = "all"
-    noise: float = 0.0
+    coupling: float = field(default=1.0, metadata=option(
+        "Kuramoto coupling strength c (--model kuramoto).", float))
+    omega: str | tuple[float, ...] | None = field(default=None, metadata=option(
+        _omega_help, str))
+    tau: float = field(default=1.0, metadata=option(
+        "Kernel parameter tau of rbf exp(-tau||q-k||^2) and l2 tau||q-k||.", float))
+    gamma: float = field(default=1.0, metadata=option(
+        "Offset gamma of the quadratic kernel (<q,k> + gamma)^2.", float))
+    weights: str = field(default="given", metadata=option(
+        "Q^T K ensemble (drawn from the seed): {choices}.",
+        choices=_registry("particles.fields.weights", "QK_WEIGHTS")))
+    value_weights: str = field(default="given", metadata=option(
+        "V ensemble: {choices}.", choices=_registry("particles.fields.weights", "V_WEIGHTS")))
+    heads: int = field(default=1, metadata=option(
+        "Number of attention heads (outputs summed).", int))
+    normalization: str = field(default="softmax", metadata=option(
+        "Attention normalisation: {choices}.",
+        choices=_registry("particles.fields", "NORMALIZATIONS")))
+    sinkhorn_iters: int = field(default=100, metadata=option(
+        "Maximum Sinkhorn iterations (1 is SA).", int))
+    sinkhorn_tol: float = field(default=1e-9, metadata=option(
+        "Sinkhorn tolerance on the column sums.", float))
+    layer_time: float | None = field(default=None, metadata=option(
+        "Redraw the random weights every LAYER_TIME units of time (one draw per layer; see "
+        "--weight-draws).", float))
+    weight_draws: str = field(default="shared", metadata=option(
+        "Random weights of a batch: {choices}.",
+        choices=_registry("particles.fields.weights", "WEIGHT_DRAWS")))
+    observables: tuple[str, ...] | None = field(default=None, metadata=option(
+        _observables_help, metavar="NAME[,NAME...]"))
+    positions: str = field(default="all", metadata=option(
+        "Positions kept: {choices}. The observables are kept at every frame; analyze and "
+        "plot need all.", choices=lambda: POSITIONS))
+    noise: float = field(default=0.0, metadata=option(
+        "Noise amplitude sigma >= 0: Brownian motion on the sphere, dX = f dt + sigma P_X o "
+        "dB (on the circle D = sigma^2/2); needs --integrator em or heun (the default with "
+        "noise), drawn with the seed.", float))
 
     def __post_init__(self) -> None:
         from particles.fields import KERNELS, check_usa_range
