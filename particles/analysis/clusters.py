@@ -26,17 +26,62 @@ largest k (sizes with 0, centres with NaN).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 from particles.analysis._base import Compute, as_tokens, result
 from particles.analysis.components import DEFAULT_EPS, component_labels
 
-#: clustering methods accepted by :class:`ClusterDetector`.
-METHODS: dict[str, str] = {
-    "components": "connected components of geodesic distance < eps (compiled, streamed)",
-    "single_linkage": "scipy single linkage cut at distance eps",
-    "gap": "scipy single linkage cut at the largest gap of log merge heights",
-}
+
+@dataclass(frozen=True)
+class ClusterMethod:
+    """A registered cluster detection method.
+
+    Attributes
+    ----------
+    name, description : str
+    detect : callable
+        ``detect(x, eps, floor) -> (labels, counts)`` for systems ``x`` of shape
+        (m, n, d): labels (m, n) int64, counts (m,) int64.
+    uses_eps : bool
+        Whether the method links at ``eps`` (then 0 < eps < pi is required);
+        otherwise ``eps`` is ignored (it may be None).
+    """
+
+    name: str
+    description: str
+    detect: Callable[[np.ndarray, float | None, float], tuple[np.ndarray, np.ndarray]]
+    uses_eps: bool = True
+
+    def __str__(self) -> str:
+        return self.description
+
+
+def _linkage(cut_at_eps: bool):
+    """Single linkage on each system, cut at eps or at the largest gap."""
+
+    def detect(x: np.ndarray, eps: float | None, floor: float):
+        labels = np.empty(x.shape[:2], dtype=np.int64)
+        counts = np.empty(x.shape[0], dtype=np.int64)
+        for s in range(x.shape[0]):
+            labels[s] = single_linkage_labels(x[s], eps if cut_at_eps else None, floor)
+            counts[s] = labels[s].max() + 1
+        return labels, counts
+
+    return detect
+
+
+#: name -> cluster method; the single source of truth for ``method=`` (API, CLI).
+METHODS: dict[str, ClusterMethod] = {m.name: m for m in (
+    ClusterMethod("components", "connected components of geodesic distance < eps "
+                  "(compiled, streamed)", lambda x, eps, floor: component_labels(x, eps)),
+    ClusterMethod("single_linkage", "scipy single linkage cut at distance eps",
+                  _linkage(cut_at_eps=True)),
+    ClusterMethod("gap", "scipy single linkage cut at the largest gap of log merge heights",
+                  _linkage(cut_at_eps=False), uses_eps=False),
+)}
 
 #: geodesic distances below this (radians) count as 0 in the "gap" method:
 #: tokens that coincide to rounding have arbitrary tiny distances.
@@ -188,22 +233,14 @@ def detect(
     labels : ndarray of int64, shape (m, n)
     counts : ndarray of int64, shape (m,)
     """
-    if method == "components":
-        return component_labels(x, eps)
-    labels = np.empty(x.shape[:2], dtype=np.int64)
-    counts = np.empty(x.shape[0], dtype=np.int64)
-    cut = eps if method == "single_linkage" else None
-    for s in range(x.shape[0]):
-        labels[s] = single_linkage_labels(x[s], cut, floor)
-        counts[s] = labels[s].max() + 1
-    return labels, counts
+    return METHODS[method].detect(x, eps, floor)
 
 
 def check_method(eps: float | None, method: str) -> float | None:
     """Validate a (eps, method) pair; returns eps as a float (or None for "gap")."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
-    if method == "gap":
+    if not METHODS[method].uses_eps:
         return None if eps is None else float(eps)
     if eps is None or not 0 < float(eps) < np.pi:
         raise ValueError(f"eps must be in (0, pi) radians for method {method!r}, got {eps!r}")

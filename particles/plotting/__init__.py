@@ -22,6 +22,8 @@ its output path with :func:`particles.paths.check_output_path` before drawing.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +34,6 @@ from matplotlib.figure import Figure
 from particles.analysis import AnalysisResult, InnerProductHistogram, analyze
 from particles.paths import check_output_path
 from particles.plotting.titles import run_title, time_label
-
-#: figure kinds of :func:`make_figure` and ``particles plot --kind``.
-KINDS: dict[str, str] = {
-    "clusters": "cluster count and normalised energy against log time, merges marked",
-    "histogram": "small multiples of pair inner-product histograms at chosen times",
-    "sphere": "tokens on the circle / sphere / top-3 principal directions, with trajectories",
-    "energy": "normalised energy staircase against log time vs the cluster-size prediction",
-    "movie": "GIF animation of the tokens",
-}
 
 #: kind drawn when none is asked for.
 DEFAULT_KIND = "clusters"
@@ -713,66 +706,124 @@ def make_figure(
     -------
     Figure
     """
-    if kind not in KINDS or kind == "movie":
-        allowed = ", ".join(k for k in KINDS if k != "movie")
+    entry = KINDS.get(kind)
+    if entry is None or entry.draw is None:
+        allowed = ", ".join(k for k, v in KINDS.items() if v.draw is not None)
         raise ValueError(f"kind must be one of {allowed} (movie: use save_movie), got {kind!r}")
     analysis = analyze(traj) if analysis is None else analysis
-    batch = analysis.batch
-    _check_system(batch, system)
+    _check_system(analysis.batch, system)
+    return entry.draw(_View(traj, analysis, system, times, log_histogram))
+
+
+@dataclass(frozen=True)
+class _View:
+    """What every figure kind draws from: the run, its analysis, the options."""
+
+    traj: Any
+    analysis: AnalysisResult
+    system: int
+    times: Any
+    log_histogram: bool
+
+    @property
+    def batch(self) -> int | None:
+        return self.analysis.batch
+
+    @property
+    def member(self) -> int | None:
+        """The drawn system of an ensemble (None: a single system)."""
+        return self.system if self.batch is not None else None
+
+    def title(self, member: bool = False) -> str:
+        """The whole run's title (an ensemble: all its systems), or the member's."""
+        return _run_title(self.traj, self.analysis, self.member if member else None)
+
+    @property
+    def time_label(self) -> str:
+        return time_label(getattr(self.traj, "config", None))
+
+    @property
+    def merges(self) -> list:
+        return [ev for ev in self.analysis.merges if ev.system == self.system]
+
+
+def _draw_histogram(v: _View) -> Figure:
+    """Small multiples of the pair inner-product histograms."""
+    analysis, T, batch, times, log_histogram = (v.analysis, v.analysis.times, v.batch, v.times,
+                                                v.log_histogram)
+    title = v.title()
+    idx = default_frames(T) if times is None else _frames_at(T, times)
+    cols = min(3, idx.size)
+    rows = -(-idx.size // cols)
+    fig = Figure(figsize=(3.2 * cols, 2.6 * rows + 0.4), layout="constrained")
+    axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel()
+    for ax, f in zip(axes, idx, strict=False):
+        plot_histogram(
+            (analysis.bin_edges, analysis.histograms[f]),
+            ax,
+            log=log_histogram,
+            title=f"t = {T[f]:.3g}",
+        )
+        ax.label_outer()
+    for ax in axes[idx.size :]:
+        ax.set_visible(False)
+    pooled = ", all systems pooled" if batch is not None else ""
+    fig.suptitle(f"pair inner products{pooled}\n{title}", fontsize=10)
+    return fig
+
+
+def _draw_sphere(v: _View) -> Figure:
+    """The tokens with their trajectories (and their angles on the circle)."""
+    analysis, T, batch, system, times = v.analysis, v.analysis.times, v.batch, v.system, v.times
+    traj, member, tlabel = v.traj, v.title(member=True), v.time_label
+    x = np.asarray(traj.positions)
+    path = _system(x, batch, system)
+    last = T.size - 1 if times is None else int(_frames_at(T, times)[-1])
+    labels = _system(analysis.labels, batch, system)[last]
+    d = path.shape[-1]
+    k = len(np.unique(labels))
+    head = f"{member}\nt = {T[last]:.3g}, {k} cluster{'s' if k > 1 else ''}"
+    if d == 2:
+        fig = Figure(figsize=(10.0, 4.8), layout="constrained")
+        ax = fig.add_subplot(1, 2, 1)
+        plot_tokens(path[: last + 1], ax, times=T[: last + 1], labels=labels)
+        ax.set_title(head, fontsize=10)
+        ax2 = plot_angles(
+            T[: last + 1], path[: last + 1], fig.add_subplot(1, 2, 2), labels=labels
+        )
+        ax2.set_title("angles (colour: cluster at the end)", fontsize=10)
+        ax2.set_xlabel(tlabel)
+        return fig
+    fig = Figure(figsize=(5.5, 5.5), layout="constrained")
+    ax = fig.add_subplot(projection="3d")
+    plot_tokens(path[: last + 1], ax, labels=labels)
+    what = "" if d == 3 else "\nprojected on the top 3 principal directions"
+    ax.set_title(head + what, fontsize=10)
+    return fig
+
+
+@dataclass(frozen=True)
+class _Staircase:
+    """What the cluster and energy figures share: counts, energy, the formation
+    time marked (an ensemble's median, Kaplan-Meier) and its note."""
+
+    counts: np.ndarray
+    energy: np.ndarray
+    one_system: bool
+    prediction: np.ndarray | None
+    formation: float
+    censored_note: str | None
+
+    def note(self, ax: Axes, loc: str) -> None:
+        if self.censored_note:
+            ax.plot([], [], " ", label=self.censored_note)
+            ax.legend(loc=loc, fontsize=8)
+
+
+def _staircase(v: _View) -> _Staircase:
+    analysis, batch, system = v.analysis, v.batch, v.system
     T = analysis.times
-    cfg = getattr(traj, "config", None)
-    title = _run_title(traj, analysis)  # the whole run (an ensemble: all its systems)
-    member = _run_title(traj, analysis, system if batch is not None else None)
-    tlabel = time_label(cfg)
     ts = analysis.timescales[system if batch is not None else 0]
-    merges = [ev for ev in analysis.merges if ev.system == system]
-
-    if kind == "histogram":
-        idx = default_frames(T) if times is None else _frames_at(T, times)
-        cols = min(3, idx.size)
-        rows = -(-idx.size // cols)
-        fig = Figure(figsize=(3.2 * cols, 2.6 * rows + 0.4), layout="constrained")
-        axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel()
-        for ax, f in zip(axes, idx, strict=False):
-            plot_histogram(
-                (analysis.bin_edges, analysis.histograms[f]),
-                ax,
-                log=log_histogram,
-                title=f"t = {T[f]:.3g}",
-            )
-            ax.label_outer()
-        for ax in axes[idx.size :]:
-            ax.set_visible(False)
-        pooled = ", all systems pooled" if batch is not None else ""
-        fig.suptitle(f"pair inner products{pooled}\n{title}", fontsize=10)
-        return fig
-
-    if kind == "sphere":
-        x = np.asarray(traj.positions)
-        path = _system(x, batch, system)
-        last = T.size - 1 if times is None else int(_frames_at(T, times)[-1])
-        labels = _system(analysis.labels, batch, system)[last]
-        d = path.shape[-1]
-        k = len(np.unique(labels))
-        head = f"{member}\nt = {T[last]:.3g}, {k} cluster{'s' if k > 1 else ''}"
-        if d == 2:
-            fig = Figure(figsize=(10.0, 4.8), layout="constrained")
-            ax = fig.add_subplot(1, 2, 1)
-            plot_tokens(path[: last + 1], ax, times=T[: last + 1], labels=labels)
-            ax.set_title(head, fontsize=10)
-            ax2 = plot_angles(
-                T[: last + 1], path[: last + 1], fig.add_subplot(1, 2, 2), labels=labels
-            )
-            ax2.set_title("angles (colour: cluster at the end)", fontsize=10)
-            ax2.set_xlabel(tlabel)
-            return fig
-        fig = Figure(figsize=(5.5, 5.5), layout="constrained")
-        ax = fig.add_subplot(projection="3d")
-        plot_tokens(path[: last + 1], ax, labels=labels)
-        what = "" if d == 3 else "\nprojected on the top 3 principal directions"
-        ax.set_title(head + what, fontsize=10)
-        return fig
-
     counts = analysis.counts
     energy = analysis.scalars["energy_normalized"]
     one_system = batch is None
@@ -791,31 +842,39 @@ def make_figure(
                 f"median formation > {T[-1]:.3g} ({km.censored} of {km.systems} not formed)"
             )
 
-    def note(ax: Axes, loc: str) -> None:
-        if censored_note:
-            ax.plot([], [], " ", label=censored_note)
-            ax.legend(loc=loc, fontsize=8)
-    if kind == "clusters":
-        fig = Figure(figsize=(6.4, 6.0), layout="constrained")
-        ax1, ax2 = fig.subplots(2, 1, sharex=True)
-        plot_cluster_count(
-            T,
-            counts,
-            ax1,
-            merges=merges if one_system else None,
-            formation_time=form,
-            plateaus=[p for p in analysis.plateaus if p.system == system] if one_system else None,
-            system=None if one_system else system,
-        )
-        ax1.set_xlabel("")
-        plot_energy(T, energy, ax2, merges=merges if one_system else None, formation_time=form)
-        note(ax1, "lower left")
-        note(ax2, "upper left")
-        ax2.set_xlabel(tlabel)
-        fig.suptitle(title, fontsize=10)
-        return fig
+    return _Staircase(counts, energy, one_system, pred, form, censored_note)
 
-    # kind == "energy"
+
+def _draw_clusters(v: _View) -> Figure:
+    """Cluster count and normalised energy against log time, merges marked."""
+    st, T, system, merges = _staircase(v), v.analysis.times, v.system, v.merges
+    counts, energy, one_system, form = st.counts, st.energy, st.one_system, st.formation
+    analysis, tlabel, title = v.analysis, v.time_label, v.title()
+    fig = Figure(figsize=(6.4, 6.0), layout="constrained")
+    ax1, ax2 = fig.subplots(2, 1, sharex=True)
+    plot_cluster_count(
+        T,
+        counts,
+        ax1,
+        merges=merges if one_system else None,
+        formation_time=form,
+        plateaus=[p for p in analysis.plateaus if p.system == system] if one_system else None,
+        system=None if one_system else system,
+    )
+    ax1.set_xlabel("")
+    plot_energy(T, energy, ax2, merges=merges if one_system else None, formation_time=form)
+    st.note(ax1, "lower left")
+    st.note(ax2, "upper left")
+    ax2.set_xlabel(tlabel)
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def _draw_energy(v: _View) -> Figure:
+    """The normalised energy staircase against the cluster-size prediction."""
+    st, T, merges = _staircase(v), v.analysis.times, v.merges
+    energy, one_system, form, pred = st.energy, st.one_system, st.formation, st.prediction
+    tlabel, title = v.time_label, v.title()
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.add_subplot()
     plot_energy(
@@ -826,10 +885,46 @@ def make_figure(
         formation_time=form,
         size_prediction=pred,
     )
-    note(ax, "upper left")
+    st.note(ax, "upper left")
     ax.set_xlabel(tlabel)
     fig.suptitle(title, fontsize=10)
     return fig
+
+
+@dataclass(frozen=True)
+class FigureKind:
+    """A registered figure kind of ``particles plot``.
+
+    Attributes
+    ----------
+    name, description : str
+    draw : callable or None
+        Draws the figure of a run (None: an animation, :func:`save_movie`).
+    suffix : str
+        The file it is written to ends so (``.png``, ``.gif``).
+    """
+
+    name: str
+    description: str
+    draw: Callable[[_View], Figure] | None
+    suffix: str = ".png"
+
+    def __str__(self) -> str:
+        return self.description
+
+
+#: figure kinds of :func:`make_figure` and ``particles plot --kind``.
+KINDS: dict[str, FigureKind] = {k.name: k for k in (
+    FigureKind("clusters", "cluster count and normalised energy against log time, "
+               "merges marked", _draw_clusters),
+    FigureKind("histogram", "small multiples of pair inner-product histograms at chosen "
+               "times", _draw_histogram),
+    FigureKind("sphere", "tokens on the circle / sphere / top-3 principal directions, with "
+               "trajectories", _draw_sphere),
+    FigureKind("energy", "normalised energy staircase against log time vs the cluster-size "
+               "prediction", _draw_energy),
+    FigureKind("movie", "GIF animation of the tokens", None, ".gif"),
+)}
 
 
 def save_movie(
@@ -927,7 +1022,7 @@ def save_movie(
 def default_output(path: str | os.PathLike, kind: str) -> Path:
     """``run.h5`` -> ``run_<kind>.png`` (``.gif`` for movies) next to the input."""
     p = Path(path)
-    return p.with_name(f"{p.stem}_{kind}{'.gif' if kind == 'movie' else '.png'}")
+    return p.with_name(f"{p.stem}_{kind}{KINDS[kind].suffix}")
 
 
 def save_plot(
@@ -974,7 +1069,7 @@ def save_plot(
     if out is None:
         raise ValueError("out is required")
     out = check_output_path(out, overwrite=overwrite, resumable=False)
-    if kind == "movie":
+    if KINDS[kind].draw is None:  # an animation
         options.pop("times", None)
         options.pop("log_histogram", None)
         return save_movie(traj, out, analysis=analysis, **options)
