@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -53,12 +54,63 @@ __all__ = [
     "angle_workspace",
 ]
 
-#: models of the angle form: name -> coupling function h.
-ANGLE_MODELS: dict[str, str] = {
-    "sa": "h = exp(beta cos) sin, normalised by sum_j m_j exp(beta cos)",
-    "usa": "h = exp(beta cos - s) sin / N, s = 0 or beta (usa_scale)",
-    "kuramoto": "h = sin / N, O(n) via the order parameter",
-}
+@dataclass(frozen=True)
+class AngleModel:
+    """A model of the angle form (its coupling function ``h``).
+
+    Attributes
+    ----------
+    name, description : str
+    pairwise : bool
+        Attention weights ``exp(beta cos)`` over every pair (O(n^2)); else the
+        Kuramoto ``h = sin``, O(n) through the order parameter.
+    normalized : bool
+        Weights normalised by their row sum (SA); else divided by ``N`` (and
+        shifted by ``s``, USA).
+    """
+
+    name: str
+    description: str
+    pairwise: bool = True
+    normalized: bool = False
+
+    def __str__(self) -> str:
+        return self.description
+
+    def largest_weight(self, beta: float, usa_scale: str) -> float:
+        """The largest weight of a pair, relative to an average weight of 1:
+        ``e^{beta - s}`` for unnormalised attention, 1 otherwise."""
+        if self.pairwise and not self.normalized:
+            return math.exp(beta - (beta if usa_scale == "n_exp_beta" else 0.0))
+        return 1.0
+
+    def drift(self, parallel: bool) -> Callable:
+        """The compiled drift ``drift(X, p, out, ws)`` (X, out of shape (n, 1))."""
+        return _DRIFTS[(self.name, bool(parallel))]
+
+    def velocity(self, th: np.ndarray, m: np.ndarray, beta: float, usa_scale: str
+                 ) -> np.ndarray:
+        """Plain NumPy ``(1/N) sum_j m_j h_i(theta_j - theta_i)`` (n x n matrices)."""
+        D = th[None, :] - th[:, None]  # D[i, j] = theta_j - theta_i
+        if not self.pairwise:
+            return (np.sin(D) @ m) / m.sum()
+        S = beta * np.cos(D) + np.log(m)[None, :]
+        M = S.max(axis=1)
+        W = np.exp(S - M[:, None])
+        A = (W * np.sin(D)).sum(axis=1)
+        if self.normalized:
+            return A / W.sum(axis=1)
+        shift = beta if usa_scale == "n_exp_beta" else 0.0
+        return A * np.exp(M - shift) / m.sum()
+
+
+#: models of the angle form: name -> model (its coupling function h).
+ANGLE_MODELS: dict[str, AngleModel] = {m.name: m for m in (
+    AngleModel("sa", "h = exp(beta cos) sin, normalised by sum_j m_j exp(beta cos)",
+               normalized=True),
+    AngleModel("usa", "h = exp(beta cos - s) sin / N, s = 0 or beta (usa_scale)"),
+    AngleModel("kuramoto", "h = sin / N, O(n) via the order parameter", pairwise=False),
+)}
 
 #: a row whose weights sum below this had a shift far above its true maximum
 #: (possible only with masses spanning > 1e100): recomputed with the exact one.
@@ -104,20 +156,7 @@ def angle_velocity_reference(
     n = th.shape[0]
     m = np.ones(n) if masses is None else np.asarray(masses, dtype=np.float64)
     w = np.zeros(n) if omega is None else np.asarray(omega, dtype=np.float64)
-    D = th[None, :] - th[:, None]  # D[i, j] = theta_j - theta_i
-    if model == "kuramoto":
-        v = (np.sin(D) @ m) / m.sum()
-    else:
-        S = beta * np.cos(D) + np.log(m)[None, :]
-        M = S.max(axis=1)
-        W = np.exp(S - M[:, None])
-        A = (W * np.sin(D)).sum(axis=1)
-        if model == "sa":
-            v = A / W.sum(axis=1)
-        else:
-            shift = beta if usa_scale == "n_exp_beta" else 0.0
-            v = A * np.exp(M - shift) / m.sum()
-    return w + coupling * v
+    return w + coupling * ANGLE_MODELS[model].velocity(th, m, beta, usa_scale)
 
 
 # --------------------------------------------------------------------- kernels
@@ -226,7 +265,7 @@ _DRIFTS = {
 def angle_drift(model: str, parallel: bool) -> Callable:
     """The compiled drift ``drift(X, p, out, ws)`` of an angle model, X and out of
     shape (n, 1); ``parallel`` splits rows over threads."""
-    return _DRIFTS[(model, bool(parallel))]
+    return ANGLE_MODELS[model].drift(parallel)
 
 
 def angle_workspace(n: int) -> int:
@@ -253,10 +292,7 @@ def angle_speed_bound(model: str, beta: float, coupling: float, omega: np.ndarra
                       usa_scale: str) -> float:
     """Upper bound on ``|dtheta_i/dt|``: ``max |omega| + |c|`` times the largest weight
     (weights average to at most 1 for SA and Kuramoto, ``e^{beta - s}`` for USA)."""
-    rate = 1.0
-    if model == "usa":
-        shift = beta if usa_scale == "n_exp_beta" else 0.0
-        rate = math.exp(beta - shift)
+    rate = ANGLE_MODELS[model].largest_weight(beta, usa_scale)
     return float(np.abs(omega).max()) + abs(coupling) * rate
 
 
@@ -296,6 +332,6 @@ def angle_field(model: str, n: int, *, beta: float = 0.0, coupling: float = 1.0,
     return CompiledField(
         serial=angle_drift(model, False), parallel=angle_drift(model, True), params=p,
         workspace=lambda nchunks: angle_workspace(n), reference=reference,
-        name=f"angle_{model}", pairwise=model != "kuramoto", speed=bound,
+        name=f"angle_{model}", pairwise=ANGLE_MODELS[model].pairwise, speed=bound,
         rates=np.abs(w) + (bound - float(np.abs(w).max())),
     )
