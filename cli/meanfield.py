@@ -13,6 +13,7 @@ from particles.io.density import read_density_summary
 from particles.meanfield import INITS, MEANFIELD_MODELS, MeanFieldConfig
 from particles.meanfield.solver import POSITIVITY
 from particles.meanfield.spectral import USA_SCALES
+from particles.runs.estimate import check_fits, meanfield_estimate
 from particles.runs.meanfield import meanfield_resume_path, run_meanfield_to_file, summary_line
 
 #: MeanFieldConfig fields set by options of the same name (``save_every`` -> --save-every).
@@ -116,14 +117,19 @@ def build_config(options: dict, stored: MeanFieldConfig | None = None) -> MeanFi
 @click.option("--resume", is_flag=True,
               help="Continue the incomplete --out from its last frame, bit for bit, with "
               "the configuration stored in it (options given again must match it).")
-def meanfield(out: Path, overwrite: bool, resume: bool, **options) -> None:
+@click.option("--no-size-check", is_flag=True,
+              help="Start even when the estimated memory or output size exceeds what is "
+              "available.")
+def meanfield(out: Path, overwrite: bool, resume: bool, no_size_check: bool,
+              **options) -> None:
     """Solve the mean-field PDE on the circle and stream the density to an H5MD file.
 
     d_t rho + d_theta(rho v[rho]) = D d_theta^2 rho for a probability density
     rho on the circle.  Prints the output path and a one-line summary on
     stdout.  Ctrl-C stops cleanly (file kept, marked incomplete, exit status
     130; 143 for SIGTERM); --resume continues it.  A full disk stops the
-    solve at once (exit status 1).
+    solve at once (exit status 1).  A solve whose memory or output cannot
+    fit is refused before any work (--no-size-check starts it anyway).
     """
     if resume:
         if overwrite:
@@ -143,6 +149,11 @@ def meanfield(out: Path, overwrite: bool, resume: bool, **options) -> None:
         if options["beta"] is None:
             raise click.UsageError("missing option --beta")
         config = build_config(options)
+    if config is not None and not no_size_check:  # before any allocation
+        try:
+            check_fits(meanfield_estimate(config), out, sizes="--modes")
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     run_session(
         lambda should_stop: run_meanfield_to_file(config, out, overwrite=overwrite,
                                                   resume=resume, progress=True,

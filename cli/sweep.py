@@ -76,6 +76,9 @@ class SweepGroup(click.Group):
               "not done run (the original command with --resume added).")
 @click.option("--dry-run", is_flag=True, help="Print the grid, the tasks and an estimate of "
               "their cost; write nothing.")
+@click.option("--no-size-check", is_flag=True,
+              help="Start even when the estimated memory of a task or the size of the sweep "
+              "file exceeds what is available.")
 @click.option("--positions", "keep_positions", is_flag=True,
               help="Also store every system's positions at every save time.")
 @click.option("--chunk", type=int, help="Systems per task (default: enough tasks for every "
@@ -90,7 +93,7 @@ class SweepGroup(click.Group):
 @click.pass_context
 def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | None,
           config_file: Path | None, out: Path, overwrite: bool, resume: bool, dry_run: bool,
-          keep_positions: bool, chunk: int | None, processes: int | None,
+          no_size_check: bool, keep_positions: bool, chunk: int | None, processes: int | None,
           scheduler: str | None, scheduler_file: Path | None, **options: str | None) -> None:
     """Run ensembles over a grid of parameters into one sweep file.
 
@@ -142,6 +145,15 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
                                  "other", param_hint="'--processes'")
     if dry_run:
         _dry_run(spec, out, chunk, resume)
+    if spec is not None and not no_size_check:  # before any work (a dry run: after it)
+        from particles.runs.estimate import check_fits
+        from particles.sweep.run import sweep_estimate
+
+        try:
+            check_fits(sweep_estimate(spec.resolved()), out)
+        except ValueError as exc:
+            _fail(exc)
+    if dry_run:
         return
     run_it(spec, out, overwrite=overwrite, resume=resume, chunk=chunk, processes=processes,
            scheduler=scheduler, scheduler_file=scheduler_file)

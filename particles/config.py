@@ -42,6 +42,9 @@ def __getattr__(name: str) -> Any:
 #: initial conditions, name -> description (:data:`particles.sphere.INITIAL_CONDITIONS`).
 INITS: dict[str, str] = {k: c.description for k, c in INITIAL_CONDITIONS.items()}
 
+#: most attention heads of a run (Transformers use tens).
+MAX_HEADS = 10**4
+
 #: named matrices accepted for Q, K, V.
 NAMED_MATRICES = ("identity", "minus_identity")
 
@@ -607,6 +610,8 @@ class SimulationConfig:
             _fail("value_weights", "'given' when V is set (a random ensemble replaces it)",
                   self.value_weights)
         set_(self, "heads", _check_int("heads", self.heads, 1))
+        if self.heads > MAX_HEADS:  # each head's weights are drawn and checked in Python
+            _fail("heads", f"an integer in [1, {MAX_HEADS}]", self.heads)
         _check_choice("normalization", self.normalization, tuple(NORMALIZATIONS))
         set_(self, "sinkhorn_iters", _check_int("sinkhorn_iters", self.sinkhorn_iters, 1))
         set_(self, "sinkhorn_tol", _check_float("sinkhorn_tol", self.sinkhorn_tol,
@@ -678,6 +683,16 @@ class SimulationConfig:
     def qk_norm(self) -> float:
         """Spectral norm of ``Q^T K`` (1 for the identity): the score range is ``beta`` times it."""
         return float(np.linalg.norm(self.matrix("Q").T @ self.matrix("K"), 2))
+
+    def frame_count(self) -> int:
+        """``len(self.output_times())`` without building the times (a configuration
+        that claims 10^10 frames is counted at once)."""
+        if self.save_times is not None:
+            return len(self.save_times) + (self.save_times[0] != 0.0)
+        interval = self.save_every * self.dt
+        k = math.floor(self.T / interval + 1e-9)
+        last = interval * float(k)  # the last of interval * arange(k + 1)
+        return k + 1 + (self.T - last > 1e-9 * max(1.0, self.T))
 
     def output_times(self) -> np.ndarray:
         """Times of the saved frames, shape (frames,), always starting at 0."""

@@ -214,3 +214,22 @@ def test_plot_read_only_directory(traj, tmp_path, no_load, monkeypatch):
     monkeypatch.setattr(particles.paths.os, "access",
                         lambda p, mode, **kw: False if mode & os.W_OK else real(p, mode, **kw))
     usage_error(invoke("plot", traj, "--out", tmp_path / "x.png"), "'--out'")
+
+
+# -------------------------------------------------- sizes bounded before any work
+@pytest.mark.parametrize("args, fragment", [
+    ("sweep --beta 0.1:9:1000000 --d 2 --n 8 --runs 4 --T 1 --dry-run", "at most 100000"),
+    ("sweep --beta 1 --d 2 --n 1000000000000 --runs 4 --T 1 --dry-run", "of memory"),
+    ("sweep --beta 1 --d 2 --n 8 --runs 100000000000000000000 --T 1", "systems; at most"),
+    ("sweep --beta 1 --d 2 --n 8 --runs 4 --T 1e300", "save times"),
+    ("sweep --beta 0.1:9:400 --d 2 --n 8:407:400 --runs 4 --T 1", "grid has 160000 points"),
+    ("meanfield --beta 1 --modes 10000000000000", "reduce --modes"),
+    ("meanfield --beta 1 --T 1e300 --save-every 1", "the output needs"),
+    ("simulate --n 8 --d 3 --beta 1 --heads 100000000", "--heads must be an integer in"),
+    ("simulate --n 8 --d 3 --beta 1 --T 1e300", "--T, --save-every"),
+])
+def test_sizes_are_bounded_before_any_allocation(tmp_path, args, fragment):
+    """Issue 25 item 8: grids, runs, mean-field grids and heads without a bound grew
+    memory with no output, or gave tracebacks; one line, exit 2, nothing written."""
+    usage_error(invoke(*args.split(), "--out", tmp_path / "x.h5"), fragment)
+    assert list(tmp_path.iterdir()) == []

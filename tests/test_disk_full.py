@@ -273,7 +273,7 @@ def test_tmpfs_analyze_on_a_full_disk_keeps_the_trajectory(tmpfs):
 
 #: a sweep whose tasks write into chunks (about 1 MiB) larger than one task's rows
 SWEEP = ("sweep --beta 1,2,3 --d 2 --n 8 --runs 512 --T 30 --dt 0.1 --integrator euler "
-         "--save-every 2 --chunk 64 --seed 9 --processes 1").split()
+         "--save-every 2 --chunk 64 --seed 9 --processes 1 --no-size-check").split()
 
 
 def test_a_full_disk_during_a_sweep_is_one_line_and_resume_finishes(tmp_path):

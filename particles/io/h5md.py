@@ -76,7 +76,6 @@ files of a newer schema are refused rather than misread.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,17 +179,10 @@ class _Header:
 
 
 def expected_frames(config: SimulationConfig) -> int:
-    """``len(config.output_times())`` without building the array of times.
-
-    A file whose configuration claims 10^10 frames is described without
-    allocating them.
-    """
-    if config.save_times is not None:
-        return len(config.save_times) + (config.save_times[0] != 0.0)
-    interval = config.save_every * config.dt
-    k = math.floor(config.T / interval + 1e-9)
-    last = interval * float(k)  # the last of interval * arange(k + 1)
-    return k + 1 + (config.T - last > 1e-9 * max(1.0, config.T))
+    """``len(config.output_times())`` without building the array of times
+    (:meth:`~particles.config.SimulationConfig.frame_count`): a file whose
+    configuration claims 10^10 frames is described without allocating them."""
+    return config.frame_count()
 
 
 def _frame_shape(config: SimulationConfig) -> tuple[int, ...]:

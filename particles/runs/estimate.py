@@ -27,7 +27,8 @@ from particles.config import SimulationConfig
 from particles.integrators import INTEGRATORS
 from particles.io.h5md import expected_frames
 
-__all__ = ["Estimate", "available_memory", "check_fits", "estimate", "estimate_values"]
+__all__ = ["Estimate", "available_memory", "check_fits", "estimate", "estimate_values",
+           "meanfield_estimate"]
 
 #: working copies of the state an integrator keeps per system (stages, errors,
 #: trial state), counted generously.
@@ -189,6 +190,36 @@ def estimate_values(values: dict[str, Any]) -> Estimate:
     )
 
 
+#: arrays of the grid's size a mean-field solve keeps (stages of DOPRI5, the
+#: Fourier transforms and the velocity field, counted generously).
+MEANFIELD_ARRAYS = 24
+
+
+def meanfield_estimate(config: Any) -> Estimate:
+    """The rough cost of a mean-field solve (a :class:`~particles.meanfield.MeanFieldConfig`),
+    counted from its sizes: nothing is allocated (``--modes 1e13`` is described at once).
+
+    Returns
+    -------
+    Estimate
+        ``steps`` at one step per save interval (adaptive: a lower bound),
+        ``seconds`` at two FFTs per stage.
+    """
+    M = int(config.modes)
+    if config.save_times is not None:
+        frames = 1 + sum(1 for t in config.save_times if t > 0.0)
+    elif config.save_every is None:
+        frames = 2
+    else:
+        frames = math.floor(float(config.T) / float(config.save_every) * (1 + 1e-12)) + 2
+    per_frame = 8 * (M + 8)
+    return Estimate(frames=int(frames), steps=float(frames),
+                    memory_bytes=int(BASE_MEMORY + MEANFIELD_ARRAYS * 16 * M),
+                    output_bytes=int(frames * per_frame + 64 * 1024),
+                    seconds=float(frames) * 7 * 2 * 5 * M * max(1.0, math.log2(max(M, 2)))
+                    * SECONDS_PER_PAIR_OP)
+
+
 def available_memory() -> int:
     """Bytes of memory available to a new allocation (``MemAvailable``, else free pages)."""
     try:
@@ -214,7 +245,8 @@ def file_size_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
-def check_fits(est: Estimate, out: str | Path | None = None, *, written: int = 0) -> None:
+def check_fits(est: Estimate, out: str | Path | None = None, *, written: int = 0,
+               sizes: str = "--n, --d, --batch, --heads") -> None:
     """Refuse a run that cannot fit in memory or on the output's file system.
 
     Parameters
@@ -224,6 +256,8 @@ def check_fits(est: Estimate, out: str | Path | None = None, *, written: int = 0
         The output file (its directory's free space is checked).
     written : int
         Bytes of the output already on disk (a resumed run needs the rest).
+    sizes : str
+        The options that set the memory, for the message.
 
     Raises
     ------
@@ -234,8 +268,8 @@ def check_fits(est: Estimate, out: str | Path | None = None, *, written: int = 0
     if est.memory_bytes > free:
         raise ValueError(
             f"the run needs about {_size(est.memory_bytes)} of memory and "
-            f"{_size(free)} is available; reduce --n, --d, --batch, --heads or the "
-            "number of output times (or pass --no-size-check to try anyway)"
+            f"{_size(free)} is available; reduce {sizes} or the number of output "
+            "times (--T, --save-every, --save-times; or pass --no-size-check to try anyway)"
         )
     limit = file_size_limit()
     if limit is not None and est.output_bytes > limit:

@@ -106,6 +106,16 @@ def _number(name: str, text: str, kind: type) -> int | float:
     return value
 
 
+#: grid points of one sweep (each is a validated configuration and a task plan).
+MAX_POINTS = 10**5
+
+#: systems of one sweep (each has its row of per-system results and a done flag).
+MAX_SYSTEMS = 10**10
+
+#: save times of one sweep (every system's statistics are stored at each).
+MAX_FRAMES = 10**6
+
+
 def parse_value(name: str, text: str) -> tuple[Any, ...]:
     """The values of one command-line grid specification.
 
@@ -140,8 +150,8 @@ def parse_value(name: str, text: str) -> tuple[Any, ...]:
         count = _number(name, num, int)
         if count < 1:
             raise SweepError(f"{option_name(name)}: {text!r}: NUM must be at least 1")
-        if count > 10**6:
-            raise SweepError(f"{option_name(name)}: {text!r}: at most 10^6 values")
+        if count > MAX_POINTS:
+            raise SweepError(f"{option_name(name)}: {text!r}: at most {MAX_POINTS} values")
         lo, hi = _number(name, a, float), _number(name, b, float)
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise SweepError(f"{option_name(name)}: {text!r}: START and STOP must be finite")
@@ -285,6 +295,14 @@ class SweepSpec:
                 or self.runs < 1:
             raise SweepError(f"--runs must be a positive integer, got {self.runs!r}")
         set_(self, "runs", int(self.runs))
+        # counted before any grid point is built (each one validates a configuration)
+        points = math.prod(len(v) for _, v in axes)
+        if points > MAX_POINTS:
+            raise SweepError(f"the grid has {points} points; at most {MAX_POINTS} "
+                             "(sweep a coarser grid, or several sweeps)")
+        if points * self.runs > MAX_SYSTEMS:
+            raise SweepError(f"--runs {self.runs} at {points} grid points is "
+                             f"{points * self.runs:.3g} systems; at most {MAX_SYSTEMS:.0e}")
         try:
             deltas = tuple(float(x) for x in self.deltas)
         except (TypeError, ValueError):
@@ -357,8 +375,8 @@ class SweepSpec:
                 config = SimulationConfig(**merged, seed=seed)
             except (TypeError, ValueError) as exc:
                 text = " ".join(str(exc).split())
-                name = text.split(" ", 1)[0]
-                if name in _FIELDS:
+                name = getattr(exc, "field", None)
+                if name in _FIELDS and text.startswith(name):
                     text = option_name(name) + text[len(name):]
                 raise SweepError(text + where) from None
             if config.init == "array":
@@ -367,6 +385,11 @@ class SweepSpec:
                 raise SweepError(
                     "--weight-draws: a sweep supports 'shared' draws only (every system of a "
                     "grid point is an independent start with the point's weights)")
+            frames = config.frame_count()  # counted before the times are made
+            if frames > MAX_FRAMES:
+                raise SweepError(f"{frames:.3g} save times{where}; a sweep stores every "
+                                 f"system's statistics at each, at most {MAX_FRAMES} "
+                                 "(--save-every, --save-times)")
             t = config.output_times()
             if times is None:
                 times = t
