@@ -202,9 +202,13 @@ def plot_sweep(ctx: click.Context, path: Path, kind: str | None, out: Path | Non
     options = {"where": parse_where(p["where"])}
     if p["axis"] is not None:
         options["axis"] = p["axis"]
-    if kind != "phase-diagram" and times is not None:
+    # an option the kind does not draw is refused, never ignored
+    for name, unused in (("times", kind == "phase-diagram"), ("delta", kind == "clusters")):
+        if unused and ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+            raise click.BadParameter(f"is not used by --kind {kind}", param_hint=f"'--{name}'")
+    if times is not None:
         options["times"] = list(parse_times(times))
-    if kind != "clusters" and p["delta"] is not None:
+    if p["delta"] is not None:
         options["delta"] = p["delta"]
     if kind == "curve":
         options["stat"] = p["stat"]

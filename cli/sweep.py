@@ -113,6 +113,7 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
     from particles.sweep.grid import SweepSpec, parse_value, read_sweep_file
 
     given = {k: v for k, v in options.items() if v is not None}
+    sweep_keys: dict = {}
     try:
         values: dict = read_sweep_file(config_file) if config_file else {}
         sweep_keys = {k: values.pop(k) for k in ("runs", "delta", "seed", "eps") if k in values}
@@ -124,7 +125,8 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
         if src("runs") == click.core.ParameterSource.DEFAULT and "runs" in sweep_keys:
             runs = sweep_keys["runs"]
         if src("deltas") == click.core.ParameterSource.DEFAULT and "delta" in sweep_keys:
-            delta_values = tuple(sweep_keys["delta"])
+            given_delta = sweep_keys["delta"]  # a number or a list of them
+            delta_values = tuple(given_delta if isinstance(given_delta, list) else [given_delta])
         else:
             delta_values = tuple(float(x) for x in _floats("--delta", deltas))
         if src("eps") == click.core.ParameterSource.DEFAULT and "eps" in sweep_keys:
@@ -136,7 +138,10 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
             spec = SweepSpec.from_values(values, runs=runs, deltas=delta_values, seed=seed,
                                          eps=eps, positions=keep_positions)
     except SweepError as exc:
-        _fail(exc)
+        # a value from the file: say so, naming its key
+        key = next((k for k in sweep_keys if f"--{k}" in str(exc)), None) if config_file \
+            else None
+        _fail(SweepError(f"{exc} (key {key} in {config_file})") if key else exc)
     if chunk is not None and chunk < 1:
         raise click.BadParameter(f"must be a positive integer, got {chunk}",
                                  param_hint="'--chunk'")

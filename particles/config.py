@@ -550,6 +550,8 @@ class SimulationConfig:
                 _fail("masses", f"{self.n} finite positive numbers", self.masses)
             set_(self, "masses", tuple(float(x) for x in w))
         set_(self, "rtol", _check_float("rtol", self.rtol, minimum=0.0, strict=True))
+        if self.rtol >= 1.0:  # a 100% relative error controls nothing
+            _fail("rtol", "a finite number in (0, 1)", self.rtol)
         set_(self, "atol", _check_float("atol", self.atol, minimum=0.0, strict=True))
         set_(self, "max_steps", _check_int("max_steps", self.max_steps, 1))
         _check_choice("positions", self.positions, tuple(POSITIONS))

@@ -523,3 +523,14 @@ def test_a_damaged_density_file_is_refused_in_one_line(written, tmp_path, damage
     for args in (["info", path], ["plot", path, "--out", tmp_path / "p.png"],
                  ["meanfield", "--out", path, "--resume"]):
         usage_error(invoke(*args), "damaged file")
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--save-times", "1e-320"], "--save-times"), (["--rtol", "2"], "--rtol"),
+    (["--atol", "0"], "--atol"),
+])
+def test_meanfield_values_it_would_ignore_are_refused(tmp_path, args, option):
+    """Issue 25 item 11: a subnormal save time, rtol >= 1 and atol = 0 ran (exit 0)."""
+    out = tmp_path / "f.h5"
+    usage_error(invoke("meanfield", "--beta", "1", *args, "--out", out), option)
+    assert not out.exists()

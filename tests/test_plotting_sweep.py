@@ -324,3 +324,29 @@ def test_cli_sweep_kinds_and_options_refused_for_other_files(tmp_path):
         pass
     usage_error(invoke("plot", other, "--kind", "phase-diagram"), "draws a sweep file")
     usage_error(invoke("plot", other, "--stat", "cluster_mean"), "is for sweep files")
+
+
+@pytest.mark.parametrize("args, option, fragment", [
+    (["--times", "abc", "--kind", "clusters"], "--times", "numbers"),
+    (["--times", "1", "--kind", "phase-diagram"], "--times", "not used by --kind phase-diagram"),
+    (["--kind", "clusters", "--delta", "0.1"], "--delta", "not used by --kind clusters"),
+    (["--delta", "nan"], None, "delta=nan is not in this sweep"),
+    (["--delta", "0.5"], None, "delta=0.5 is not in this sweep"),
+    (["--kind", "curve", "--stat", "cluster_mean", "--axis", "time", "--where", "beta=99"],
+     None, "beta=99 is not in this sweep"),
+])
+def test_a_value_the_plot_would_ignore_is_refused(sweep_file, tmp_path, args, option, fragment):
+    """Issue 25 item 11: --times abc, --where beta=99, --delta nan and --delta 0.5
+    (not stored) drew a picture of something else, exit 0."""
+    from clitools import invoke, usage_error
+
+    out = tmp_path / "p.png"
+    usage_error(invoke("plot", sweep_file, *args, "--out", out), *filter(None, [option]),
+                fragment)
+    assert not out.exists()
+
+
+def test_a_stored_value_typed_as_printed_is_found(sweep_file, tmp_path):
+    from clitools import invoke, ok
+
+    ok(invoke("plot", sweep_file, "--delta", "0.01", "--out", tmp_path / "p.png"))

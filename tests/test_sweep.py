@@ -523,3 +523,20 @@ def test_simulation_config_fields_are_sweep_options():
     names = {p.name for p in command.params}
     fields = set(SimulationConfig.__dataclass_fields__) - {"batch", "seed", "positions"}
     assert fields <= names
+
+
+@pytest.mark.parametrize("line, fragment", [
+    ("delta = 0.1", None), ('delta = "x"', "--delta"), ('eps = "x"', "--eps"),
+    ("eps = true", "--eps"), ('runs = "many"', "--runs"),
+])
+def test_toml_sweep_keys_get_the_options_checks(tmp_path, line, fragment):
+    """Issue 25 item 10: ``delta = 0.1`` and ``eps = "x"`` in a sweep file were
+    tracebacks; a TOML value gets the option's check and message, naming its key."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text(f"beta = [1.0, 2.0]\nn = 6\nd = 2\nT = 1.0\n{line}\n")
+    result = invoke("sweep", "--config", grid, "--out", tmp_path / "s.h5", "--dry-run")
+    if fragment is None:
+        ok(result)
+    else:
+        key = line.split(" ")[0]
+        usage_error(result, fragment, f"key {key} in {grid}")

@@ -209,6 +209,10 @@ class MeanFieldConfig:
             if not st or not all(math.isfinite(s) for s in st):
                 raise ConfigError(f"save_times must be finite numbers, got {self.save_times!r}",
                                   "save_times")
+            if any(0.0 < t < np.finfo(np.float64).tiny for t in st):
+                raise ConfigError(f"save_times must be 0 or at least "
+                                  f"{np.finfo(np.float64).tiny:.3g} (subnormal times lose their "
+                                  f"digits), got {self.save_times!r}", "save_times")
             if any(b <= a for a, b in itertools.pairwise(st)) or st[0] < 0 or st[-1] > T:
                 raise ConfigError(f"save_times must increase within [0, T = {T!r}], "
                                   f"got {self.save_times!r}", "save_times")
@@ -220,8 +224,9 @@ class MeanFieldConfig:
         if self.integrator not in MEANFIELD_INTEGRATORS:
             raise ConfigError(f"integrator must be one of {', '.join(MEANFIELD_INTEGRATORS)}, "
                               f"got {self.integrator!r}", "integrator")
-        _finite("rtol", self.rtol, positive=True)
-        _finite("atol", self.atol, nonneg=True)
+        if not _finite("rtol", self.rtol, positive=True) < 1.0:  # 100% error controls nothing
+            raise ConfigError(f"rtol must be in (0, 1), got {self.rtol!r}", "rtol")
+        _finite("atol", self.atol, positive=True)
         if self.dt0 is not None:
             _finite("dt0", self.dt0, positive=True)
         if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, (int, np.integer)) \

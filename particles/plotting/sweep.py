@@ -276,6 +276,28 @@ def _config_defaults() -> dict[str, Any]:
             if f.default is not dataclasses.MISSING}
 
 
+def stored_index(name: str, stored: np.ndarray, value: Any) -> int:
+    """The index of ``value`` among the ``stored`` values of a sweep's axis (equal
+    to rounding, 1e-9 relative: ``0.3`` finds ``0.30000000000000004``).
+
+    Raises
+    ------
+    ValueError
+        Not a number, or a value the sweep did not store (naming those it did):
+        a plot of another value than the one asked for is never drawn.
+    """
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    stored = np.asarray(stored, dtype=np.float64)
+    hit = np.flatnonzero(np.abs(stored - v) <= 1e-9 * np.maximum(1.0, np.abs(stored)))
+    if not np.isfinite(v) or hit.size == 0:
+        shown = ", ".join(f"{x:.6g}" for x in stored[:12]) + (", ..." if stored.size > 12 else "")
+        raise ValueError(f"{name}={value} is not in this sweep ({name}: {shown})")
+    return int(hit[0])
+
+
 def _pick(ds: Any, where: Mapping[str, Any] | None) -> Any:
     """``ds`` at the fixed values of ``where`` (nearest for numbers; exact for text)."""
     axes = grid_axes(ds)
@@ -285,11 +307,7 @@ def _pick(ds: Any, where: Mapping[str, Any] | None) -> Any:
                              f"(axes: {', '.join(axes) or 'none'})")
         coord = ds[name]
         if coord.dtype.kind in "fiu":
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name} must be a number, got {value!r}") from None
-            ds = ds.sel({name: [value]}, method="nearest")
+            ds = ds.isel({name: [stored_index(name, coord.values, value)]})
         else:
             values = [str(v) for v in coord.values]
             if str(value) not in values:
@@ -380,7 +398,7 @@ def plot_phase_diagram(
     ds : xarray.Dataset
         A sweep (``pair_fraction (*grid, time, delta)``).
     delta : float, optional
-        The threshold (nearest stored; default the largest stored).
+        The threshold (one the sweep stored; default the largest stored).
     axis : str
         Grid axis along x (default ``beta``).
     where : dict, optional
@@ -400,7 +418,7 @@ def plot_phase_diagram(
                          f"{', '.join(grid_axes(ds))})")
     ds = _one_panel(ds, [axis])
     deltas = np.asarray(ds["delta"].values, dtype=np.float64)
-    k = int(deltas.argmax()) if delta is None else int(np.abs(deltas - float(delta)).argmin())
+    k = int(deltas.argmax()) if delta is None else stored_index("delta", deltas, delta)
     d = float(deltas[k])
     frac = ds["pair_fraction"].isel(delta=k).transpose("time", axis)
     x = np.asarray(ds[axis].values)
@@ -584,7 +602,7 @@ def plot_sweep_curve(
     label_extra = ""
     if "delta" in da.dims:
         deltas = np.asarray(ds["delta"].values, dtype=np.float64)
-        k = int(deltas.argmax()) if delta is None else int(np.abs(deltas - float(delta)).argmin())
+        k = int(deltas.argmax()) if delta is None else stored_index("delta", deltas, delta)
         da = da.isel(delta=k)
         label_extra = f", δ = {deltas[k]:g}"
     if "clusters" in da.dims:

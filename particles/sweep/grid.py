@@ -305,12 +305,18 @@ class SweepSpec:
                              f"{points * self.runs:.3g} systems; at most {MAX_SYSTEMS:.0e}")
         try:
             deltas = tuple(float(x) for x in self.deltas)
+            if any(isinstance(x, bool) for x in self.deltas):
+                raise TypeError
         except (TypeError, ValueError):
             raise SweepError(f"--delta must be numbers in (0, 2], got {self.deltas!r}") from None
         if not deltas or any(not 0 < x <= 2 for x in deltas) or len(set(deltas)) != len(deltas):
             raise SweepError(f"--delta must be distinct numbers in (0, 2], got {list(deltas)}")
         set_(self, "deltas", deltas)
-        if not 0 < float(self.eps) < math.pi:
+        try:
+            eps = float(self.eps)
+        except (TypeError, ValueError):
+            eps = math.nan
+        if isinstance(self.eps, bool) or not 0 < eps < math.pi:
             raise SweepError(f"--eps must be in (0, pi) radians, got {self.eps!r}")
         set_(self, "eps", float(self.eps))
         if self.seed is not None:
