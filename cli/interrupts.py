@@ -175,7 +175,18 @@ def description() -> str:
         return _default_description()
 
 
+_reported: list[bool] = []
+
+
+def reported() -> None:
+    """The command has said what its output holds (its own ``Interrupted:`` line):
+    a forced stop after this ends the process without a second line."""
+    _reported.append(True)
+
+
 def _end(signum: int) -> None:
+    if _reported:
+        os._exit(128 + signum)
     line = f"Interrupted: {description()}\n"
     try:
         os.write(2, line.encode(errors="replace"))

@@ -214,6 +214,7 @@ def run_session(
             status = 128 + (signum or signal.SIGINT)
             click.echo("Interrupted: " + kept_line(out, summary, command=continues, unit=unit),
                        err=True)
+            interrupts.reported()  # the watchdog, if it must end the process, adds no line
         except OutputWriteError as exc:
             summary, status = exc.summary, 1
             click.echo(f"Error: {' '.join(str(exc).split())}", err=True)

@@ -305,7 +305,7 @@ def kernel_key(fn) -> str:
 
 
 def specialize(template, key: str, *, parallel: bool = False, cache: bool = False,
-               fastmath=FASTMATH, **bindings):
+               fastmath=FASTMATH, nogil: bool = False, **bindings):
     """Compile a copy of ``template`` with some of its global names rebound.
 
     Parameters
@@ -321,6 +321,9 @@ def specialize(template, key: str, *, parallel: bool = False, cache: bool = Fals
     cache : bool
         Mark as an entry point called from Python, cached on disk when
         :data:`DISK_CACHE` is on (see the module docstring).
+    nogil : bool
+        Release the GIL while it runs (a long call: other Python threads, the
+        interrupt watchdog among them, go on meanwhile; the bits are the same).
     **bindings
         Global names to rebind: compiled functions or constants.
 
@@ -340,7 +343,8 @@ def specialize(template, key: str, *, parallel: bool = False, cache: bool = Fals
     fn.__qualname__ = f"{template.__qualname__}__{safe}__{SOURCE_HASH}"
     fn.__module__ = template.__module__
     fn.__doc__ = template.__doc__
-    return jit(fn, parallel=parallel, cache=cache and DISK_CACHE, fastmath=fastmath)
+    return jit(fn, parallel=parallel, cache=cache and DISK_CACHE, fastmath=fastmath,
+               nogil=nogil)
 
 
 def cached(*, parallel: bool = False, fastmath=FASTMATH):

@@ -154,3 +154,32 @@ def test_signal_in_the_exit_window_is_one_line(sig):
     assert proc.returncode == 128 + sig
     assert "cache" in proc.stdout  # the command's output is whole
     assert "had finished" in one_line(proc.stderr)
+
+
+@pytest.mark.processes
+def test_ctrl_c_inside_one_long_compiled_call_stops_within_seconds(tmp_path):
+    """Issue 25 item 4: a step of 300 000 tokens on one thread lasts minutes, in one
+    compiled call that held the GIL: Ctrl-C was ignored (and the watchdog thread,
+    waiting for the GIL, could not end the process).  The runners release the GIL:
+    the watchdog ends the process within its CLEAN_STOP seconds, with one line
+    naming the file that holds frame 0."""
+    env = {**ENV, "NUMBA_NUM_THREADS": "1"}  # the serial runner: no parallel region
+    common = ["--d", "3", "--beta", "1", "--T", "0.01", "--dt", "0.01", "--integrator",
+              "euler", "--positions", "none", "--observables", "order", "--seed", "1"]
+    warm = subprocess.run([sys.executable, "-m", "particles_cli", "simulate", "--n", "8",
+                           *common, "--out", str(tmp_path / "warm.h5")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert warm.returncode == 0, warm.stderr  # the same runner, compiled and cached
+    out = tmp_path / "big.h5"
+    proc = subprocess.Popen([sys.executable, "-m", "particles_cli", "simulate", "--n",
+                             "300000", *common, "--out", str(out), "--no-size-check"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".big.h5.*.partial")) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    time.sleep(3.0)  # frame 0 is on disk: the first step runs (for minutes)
+    assert proc.poll() is None
+    seconds, status, err = stop(proc, signal.SIGINT)
+    assert status == 130 and seconds < 15, (seconds, err)
+    assert ".partial" in one_line(err) and "--resume" in err

@@ -16,7 +16,10 @@ counter), so a stochastic stepper needs nothing the runners do not pass.
 
 Runners are specialised per (integrator, drift, layout, selection, space), kept for
 the process and cached on disk as whole entry points (see
-:mod:`particles._numba`).
+:mod:`particles._numba`).  They release the GIL: one call can last minutes
+(a step of 10^7 tokens), and the interrupt watchdog
+(:mod:`particles_cli.interrupts`) must be able to run meanwhile to keep its
+promise of a stop within seconds.
 
 All systems share the parameter tuple ``p`` unless a *selection* function is
 bound: then ``p`` holds per-system entries (a leading batch axis) and system
@@ -161,8 +164,9 @@ def fixed_runner(integrator: str, drift, layout: str, selection=None, space: str
     bindings = dict(step=compiled_step(integrator, drift, space),
                     STAGES=INTEGRATORS[integrator].stages, **_selection(selection))
     if layout == "batch":
-        return specialize(_run_fixed_batch, key, parallel=True, cache=True, **bindings)
-    return specialize(_run_fixed_rows, key, cache=True, **bindings)
+        return specialize(_run_fixed_batch, key, parallel=True, cache=True, nogil=True,
+                          **bindings)
+    return specialize(_run_fixed_rows, key, cache=True, nogil=True, **bindings)
 
 
 def _one_adaptive(X, t0, t1, hs, p, ws, S, rtol, atol, max_steps, st, key):
@@ -242,5 +246,6 @@ def adaptive_runner(integrator: str, drift, layout: str, selection=None, space: 
     bindings = dict(one=_one_system(integrator, drift, space), STAGES=module.STAGES,
                     **_selection(selection))
     if layout == "batch":
-        return specialize(_run_adaptive_batch, key, parallel=True, cache=True, **bindings)
-    return specialize(_run_adaptive_rows, key, cache=True, **bindings)
+        return specialize(_run_adaptive_batch, key, parallel=True, cache=True, nogil=True,
+                          **bindings)
+    return specialize(_run_adaptive_rows, key, cache=True, nogil=True, **bindings)
