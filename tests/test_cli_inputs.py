@@ -138,7 +138,7 @@ def test_dry_run(tmp_path):
 
 def test_no_size_check_skips_the_refusal(tmp_path):
     out = tmp_path / "o.h5"
-    r = invoke("simulate", *BASE, "--heads", "1000000000000", "--no-size-check", "--dry-run",
+    r = invoke("simulate", *BASE, "--n", "1000000000000", "--no-size-check", "--dry-run",
                "--out", out)
     ok(r)
     assert "TiB" in r.output and not out.exists()

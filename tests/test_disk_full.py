@@ -276,15 +276,24 @@ SWEEP = ("sweep --beta 1,2,3 --d 2 --n 8 --runs 512 --T 30 --dt 0.1 --integrator
          "--save-every 2 --chunk 64 --seed 9 --processes 1 --no-size-check").split()
 
 
-def test_a_full_disk_during_a_sweep_is_one_line_and_resume_finishes(tmp_path):
+@pytest.fixture(scope="module")
+def finished_sweep(tmp_path_factory) -> Path:
+    """The sweep of :data:`SWEEP`, uninterrupted."""
+    done = tmp_path_factory.mktemp("sweep")
+    assert particles(*SWEEP, "--out", "s.h5", cwd=done).returncode == 0
+    return done
+
+
+@pytest.mark.parametrize("fraction", [0.45, 0.8])
+def test_a_full_disk_during_a_sweep_is_one_line_and_resume_finishes(tmp_path, finished_sweep,
+                                                                    fraction):
     """A file size limit mid-sweep used to segfault after pages of h5py tracebacks
     and leave an unreadable file: HDF5 allocates a whole chunk at its first
-    write, more than the task's rows that were reserved."""
-    done = tmp_path / "done"
-    done.mkdir()
-    assert particles(*SWEEP, "--out", "s.h5", cwd=done).returncode == 0
+    write, more than the task's rows that were reserved.  At several limits the
+    file opens, holds whole tasks, and resumes into the uninterrupted results."""
+    done = finished_sweep
     size = (done / "s.h5").stat().st_size
-    p = particles(*SWEEP, "--out", "s.h5", cwd=tmp_path, limit=size // 2)
+    p = particles(*SWEEP, "--out", "s.h5", cwd=tmp_path, limit=int(size * fraction))
     line = one_error_line(p, "s.h5", "systems, marked incomplete", "free space is needed",
                           "--resume")
     kept = tmp_path / "s.h5"
@@ -297,3 +306,14 @@ def test_a_full_disk_during_a_sweep_is_one_line_and_resume_finishes(tmp_path):
     with h5py.File(done / "s.h5", "r") as a, h5py.File(kept, "r") as b:
         for name, ds in a["sweep/systems"].items():
             assert np.array_equal(ds[()], b["sweep/systems"][name][()], equal_nan=True), name
+
+
+def test_a_sweep_that_cannot_write_its_first_task_keeps_nothing(tmp_path, finished_sweep):
+    """Below the first task's chunks nothing can be kept: the line says so and
+    no file (nor a temporary one) is left."""
+    size = (finished_sweep / "s.h5").stat().st_size
+    p = particles(*SWEEP, "--out", "s.h5", cwd=tmp_path, limit=size // 10)
+    line = one_error_line(p, "s.h5", "nothing was kept", "free space is needed")
+    assert "--resume" not in line
+    assert list(tmp_path.iterdir()) == []
+

@@ -412,6 +412,8 @@ def guard(
     except OutputWriteError as exc:
         exc.kept = _close(output, close, keep=True)
         exc.path = output.path
+        if exc.kept is None:  # whatever the kind, the line says nothing was kept
+            exc.frames = 0
         raise
     except BaseException:
         _close(output, close, keep=keep_on_error)
@@ -557,6 +559,7 @@ def _create(kind: FileKind, path: Path, spec: Any, overwrite: bool,
         writer = kind.create(output.writing, spec, flush_interval=flush_interval)
     except OutputWriteError as exc:  # the new file is removed again; name the target
         exc.path, exc.needed = path, kind.bytes_needed(spec, kind.expected(spec))
+        exc.frames = 0  # nothing was kept, whatever the kind
         raise
     except BaseException:
         output.discard()
