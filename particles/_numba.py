@@ -175,7 +175,7 @@ _VIEW2D_INTRINSIC = None
 def _view2d_intrinsic():
     """The Numba intrinsic behind :data:`view2d` (made on first use), built
     from the array-model helpers Numba's own reshape uses
-    (``tests/test_kernel_helpers.py`` checks it on every install)."""
+    (``tests/core/test_kernel_helpers.py`` checks it on every install)."""
     global _VIEW2D_INTRINSIC
     if _VIEW2D_INTRINSIC is None:
         from numba.core import cgutils
@@ -298,6 +298,19 @@ def _source_hash() -> str:
 SOURCE_HASH = _source_hash()
 
 
+def opt_suffix() -> str:
+    """``""`` at Numba's default optimisation level, else ``_O<level>``.
+
+    Numba's cache key omits the optimisation level (``NUMBA_OPT``), so an
+    entry compiled at another level would be served to every later process:
+    code built at ``NUMBA_OPT=1`` (the test suite's, for compile time) to a
+    production run.  The level goes into the qualified name instead; the
+    bits do not depend on it (strict IEEE code, see the module docstring).
+    """
+    opt = os.environ.get("NUMBA_OPT", "").strip().lower()
+    return "" if opt in ("", "3") else "_O" + re.sub(r"\W", "_", opt)
+
+
 def kernel_key(fn) -> str:
     """A stable identifier of a compiled (or plain) function, for specialisation keys."""
     py = getattr(fn, "py_func", fn)
@@ -340,7 +353,7 @@ def specialize(template, key: str, *, parallel: bool = False, cache: bool = Fals
     fn = types.FunctionType(template.__code__, scope, template.__name__,
                             template.__defaults__, template.__closure__)
     safe = re.sub(r"\W", "_", key)
-    fn.__qualname__ = f"{template.__qualname__}__{safe}__{SOURCE_HASH}"
+    fn.__qualname__ = f"{template.__qualname__}__{safe}__{SOURCE_HASH}{opt_suffix()}"
     fn.__module__ = template.__module__
     fn.__doc__ = template.__doc__
     return jit(fn, parallel=parallel, cache=cache and DISK_CACHE, fastmath=fastmath,
@@ -405,6 +418,9 @@ _WARNED: set[str] = set()
 
 #: cache directory -> entries loaded from it by this process (what served the loads).
 LOADS: collections.Counter[str] = collections.Counter()
+
+#: cache directory -> entries this process wrote into it.
+SAVES: collections.Counter[str] = collections.Counter()
 
 
 def user_cache_dir() -> Path:
@@ -584,12 +600,14 @@ def _robust_cache_class():
         def save_overload(self, sig, data):
             try:
                 super().save_overload(sig, data)
+                SAVES[self._cache_path] += self._enabled
                 return
             except Exception as exc:
                 first = exc
             try:  # a corrupted index: start it afresh, once
                 self._cache_file._save_index({})
                 super().save_overload(sig, data)
+                SAVES[self._cache_path] += self._enabled
             except Exception:
                 _warn_once(self._py_func.__name__, first)
 
