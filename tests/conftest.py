@@ -1,10 +1,53 @@
-"""Fixtures shared across test modules."""
+"""Fixtures shared across test modules; one Numba thread and ``NUMBA_OPT=1`` by default.
+
+Tests run with one Numba thread unless marked ``parallel``: with one thread a
+batch of systems runs the serial runner (:func:`particles.engine._layout`)
+and a :class:`particles._numba.ByThreads` entry point its serial twin, so a
+test compiles no parallel region (each takes about twice a serial one's
+compile time, once per model, integrator and observable).  The parallel
+variants are compiled by the tests marked ``parallel`` (every thread of the
+process), which check them against the serial ones bit for bit.
+
+Kernels compile at LLVM optimisation level 1 (``NUMBA_OPT=1``, unless set):
+about a quarter less compile time, the suite's main cost, and the same bits
+(strict IEEE code, :mod:`particles._numba`; ``tests/core/test_cache.py``
+checks a process compiled at the default level against level-1 ones).
+Entries compiled at level 1 are cached under their own names
+(:func:`particles._numba.opt_suffix`): never served to a production run.
+"""
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("NUMBA_OPT", "1")  # before Numba is imported (processes started inherit it)
+
+import numba
 import pytest
 
 import particles.runs.compare as compare_module
+
+#: the Numba threads this process was started with (NUMBA_NUM_THREADS)
+THREADS = numba.config.NUMBA_NUM_THREADS
+
+
+def pytest_configure(config) -> None:
+    # before any fixture: module-scoped ones run with one thread too
+    numba.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def _numba_threads(request):
+    """Every thread for a test marked ``parallel``, else one."""
+    if request.node.get_closest_marker("parallel") is None:
+        numba.set_num_threads(1)
+        yield
+        return
+    numba.set_num_threads(THREADS)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(1)
 
 
 @pytest.fixture

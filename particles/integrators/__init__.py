@@ -26,11 +26,12 @@ Stochastic steppers (``STRONG_ORDER`` set) draw their normals with
 :func:`particles.integrators.noise.fill_normals` from the ``key`` and
 ``counter`` they receive, read their amplitude ``sigma`` from the last entry
 of ``p`` and call the drift with ``p[:-1]`` (the engine appends ``sigma`` to
-the field's parameters for them, from the problem's noise); ``tests/test_noise.py`` runs such an
-Euler-Maruyama stepper through the runners.  Time-dependent fields (random
-weights redrawn per layer) stay segments of the save-point loop
-(:func:`particles.engine.march`): every step also receives ``t``, so a stepper
-for an explicitly time-dependent drift needs no new runner.
+the field's parameters for them, from the problem's noise);
+``tests/integrators/test_noise.py`` runs such an Euler-Maruyama stepper
+through the runners.  Time-dependent fields (random weights redrawn per
+layer) stay segments of the save-point loop (:func:`particles.engine.march`):
+every step also receives ``t``, so a stepper for an explicitly time-dependent
+drift needs no new runner.
 """
 
 from __future__ import annotations

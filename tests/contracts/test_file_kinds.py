@@ -220,8 +220,8 @@ def test_a_kind_registered_in_a_test_gets_the_contract(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])])}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(Path(__file__)), "-p", "toy_kind", "-k", "toy",
-         "-q", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "run")],
+        [sys.executable, "-m", "pytest", str(Path(__file__)), "-n", "0", "-p", "toy_kind",
+         "-k", "toy", "-q", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "run")],
         capture_output=True, text=True, env=env, cwd=HERE.parent.parent, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     contract = [f for name, f in globals().items() if name.startswith("test_")
