@@ -39,15 +39,10 @@ def pytest_configure(config) -> None:
 @pytest.fixture(autouse=True)
 def _numba_threads(request):
     """Every thread for a test marked ``parallel``, else one."""
-    if request.node.get_closest_marker("parallel") is None:
-        numba.set_num_threads(1)
-        yield
-        return
-    numba.set_num_threads(THREADS)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(1)
+    parallel = request.node.get_closest_marker("parallel") is not None
+    numba.set_num_threads(THREADS if parallel else 1)
+    yield
+    numba.set_num_threads(1)
 
 
 @pytest.fixture

@@ -37,6 +37,14 @@ ROOT = Path(__file__).resolve().parents[2]
 #: every one of them runs systems in turn, rows serially
 ONE_THREAD = ("usa_rk4_batch", "sa_dopri5_rows", "usa_heun_noise_batch")
 
+#: the start of a ``python -c`` program that counts its Numba compiles in ``n``
+COUNT_COMPILES = ("from numba.core import event\n"
+                  "n = []\n"
+                  "class L(event.Listener):\n"
+                  "    def on_start(self, ev): n.append(1)\n"
+                  "    def on_end(self, ev): pass\n"
+                  "event.register('numba:compile', L())\n")
+
 
 def _env(cache: Path, threads: int = 2, opt: str = "1", **extra: str) -> dict[str, str]:
     """A process's environment: its cache, threads and optimisation level (the
@@ -232,13 +240,7 @@ def test_a_read_only_cache_serves_loads_and_new_entries_go_per_user(cold, tmp_pa
     shared = tmp_path / "shared"
     shutil.copytree(cache, shared)
     env = {**_env(shared), "XDG_CACHE_HOME": str(tmp_path / "home")}
-    code = ("import particles, particles._numba as nb\n"
-            "from numba.core import event\n"
-            "n = []\n"
-            "class L(event.Listener):\n"
-            "    def on_start(self, ev): n.append(1)\n"
-            "    def on_end(self, ev): pass\n"
-            "event.register('numba:compile', L())\n"
+    code = (COUNT_COMPILES + "import particles, particles._numba as nb\n"
             "particles.simulate(12, 3, 2.0, model='sa', integrator='euler', dt=0.05, T=1.0,\n"
             "                   save_every=5, seed=0)\n"
             f"print(len(n), any(k.startswith({str(shared)!r}) for k in nb.LOADS),\n"
@@ -290,13 +292,7 @@ def test_compile_fills_the_cache_and_info_reports_it(cold, tmp_path):
     entries = _entry_count(_particles(["info", "--cache"], env))
     assert entries > before and entries == len(_entries(cache))
     # a later process runs what compile prepared without compiling anything
-    code = ("import sys\n"
-            "from numba.core import event\n"
-            "n = []\n"
-            "class L(event.Listener):\n"
-            "    def on_start(self, ev): n.append(1)\n"
-            "    def on_end(self, ev): pass\n"
-            "event.register('numba:compile', L())\n"
+    code = (COUNT_COMPILES +
             "from particles.config import SimulationConfig\n"
             "from particles.runs.run import run_to_file\n"
             "from particles.analysis import analyze_file\n"
