@@ -48,6 +48,7 @@ is recompiled and rewritten, with one :class:`CacheWarning` per process.
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import os
 import re
@@ -97,6 +98,22 @@ class _Prange:
 
 #: ``numba.prange`` for kernels: swapped for the real one when a kernel compiles.
 prange = _Prange()
+
+
+class _Objmode:
+    """Stands for ``numba.objmode`` until Numba is loaded (in plain Python a
+    ``with objmode():`` block simply runs)."""
+
+    def __call__(self, **types):
+        return contextlib.nullcontext()
+
+    def __repr__(self) -> str:
+        return "particles._numba.objmode"
+
+
+#: ``numba.objmode`` for kernels that call Python (the S^2 transforms of
+#: :mod:`particles.fields.spectral`): swapped for the real one when a kernel compiles.
+objmode = _Objmode()
 
 
 class _Fma:
@@ -250,6 +267,8 @@ class LazyDispatcher:
             for name, value in list(scope.items()):
                 if value is prange:
                     scope[name] = numba.prange
+                elif value is objmode:
+                    scope[name] = numba.objmode
                 elif value is fma and not numba.config.DISABLE_JIT:
                     scope[name] = _fma_intrinsic()
                 elif value is view2d and not numba.config.DISABLE_JIT:

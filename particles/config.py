@@ -55,6 +55,14 @@ POSITIONS: dict[str, str] = {
     "none": "no frame (observables only; files keep the latest frame to resume from)",
 }
 
+#: how attention sums are taken (``summation=``), name -> description; ``auto``
+#: resolves to one of the others (:func:`particles.fields.spectral.choose`).
+SUMMATIONS: dict[str, str] = {
+    "direct": "n^2 kernel evaluations per drift",
+    "spectral": "zonal kernels on S^1 and S^2 by Bessel series (O(n K)), exact to tol",
+    "auto": "the faster of the two by a cost model (recorded as the one chosen)",
+}
+
 #: (lazy, see ``__getattr__``) ``USA_SCALES``: the USA normalisations, keys of
 #: :data:`particles.fields.USA_SCALES`; ``OMEGA_DISTRIBUTIONS``, ``parse_omega``,
 #: ``freeze_omega``: from :mod:`particles.fields.frequencies`.
@@ -277,12 +285,12 @@ def _omega_help() -> str:
 
 
 def _observables_help() -> str:
-    from particles.observables import OBSERVERS, PAIRWISE_DEFAULT_MAX_N
+    from particles.observables import OBSERVERS, PAIRWISE_DEFAULT_MAX_N, SPECTRAL_PAIRWISE_MAX_N
 
     return ("Observers recorded at every frame: "
             + "; ".join(f"{k} ({o.cost}: {o.description})" for k, o in OBSERVERS.items())
-            + f". Default: pairwise up to n = {PAIRWISE_DEFAULT_MAX_N} (or on the circle at "
-            "beta = 0), order beyond.")
+            + f". Default: pairwise up to n = {PAIRWISE_DEFAULT_MAX_N} ({SPECTRAL_PAIRWISE_MAX_N} "
+            "with the spectral summation; or on the circle at beta = 0), order beyond.")
 
 
 _SAVE_TIMES_HELP = ("a sequence of times, 't1,t2,...', 'log:START:STOP:NUM' (log-spaced, "
@@ -502,6 +510,14 @@ class SimulationConfig:
         "Noise amplitude sigma >= 0: Brownian motion on the sphere, dX = f dt + sigma P_X o "
         "dB (on the circle D = sigma^2/2); needs --integrator em or heun (the default with "
         "noise), drawn with the seed.", float))
+    summation: str = field(default="direct", metadata=option(
+        "How attention sums are taken: direct (n^2 kernel evaluations), spectral (zonal "
+        "kernels on the circle and S^2 by Bessel series and spherical-harmonic transforms, "
+        "O(n K), exact to --tol) or auto (the faster by a cost model; the choice is recorded).",
+        choices=lambda: SUMMATIONS, item="{name}"))
+    tol: float = field(default=1e-12, metadata=option(
+        "Relative tolerance of the spectral summation on each drift evaluation (sets the "
+        "series' truncation).", float))
 
     def __post_init__(self) -> None:
         from particles.fields import KERNELS, check_usa_range
@@ -562,10 +578,33 @@ class SimulationConfig:
             # finite (one rule for fixed and drawn weights, on the kernels)
             check_usa_range(self, *qk.draw(None, self.d, self.matrix("Q"), self.matrix("K")))
         self._check_kuramoto()
+        self._check_summation()
         if self.observables is None:
-            set_(self, "observables", default_observers(self.n, self.d, self.beta))
+            set_(self, "observables", default_observers(self.n, self.d, self.beta,
+                                                        self.summation))
         else:
             set_(self, "observables", check_names("observables", self.observables, OBSERVERS))
+
+    def _check_summation(self) -> None:
+        """Validate ``summation`` and ``tol``; resolve ``auto`` (the choice is recorded)."""
+        from particles.fields import spectral
+
+        _check_choice("summation", self.summation, tuple(SUMMATIONS))
+        object.__setattr__(self, "tol", _check_float("tol", self.tol, minimum=0.0, strict=True))
+        if self.tol >= 1.0:
+            _fail("tol", "a finite number in (0, 1)", self.tol)
+        if self.summation == "direct":
+            if self.tol != 1e-12:  # accepted and ignored would mislead
+                _fail("tol", "1e-12 (the default) unless summation is 'spectral' or 'auto'",
+                      self.tol)
+            return
+        why = spectral.refusal(self)
+        if self.summation == "spectral" and why is not None:
+            _fail("summation", f"'direct' or 'auto' for this run, since the spectral "
+                  f"summation {why}", self.summation)
+        if self.summation == "auto":
+            object.__setattr__(self, "summation", "direct" if why is not None
+                               else spectral.choose(self))
 
     def _check_noise(self) -> None:
         """Validate ``noise`` and resolve and validate ``integrator`` with it."""

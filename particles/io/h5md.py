@@ -18,7 +18,9 @@ Layout (https://www.nongnu.org/h5md/, version 1.1)::
                         (frames, batch)               ensemble
     /parameters                    particles_schema = 1 (int), complete = 0 or 1 (int),
                                    config (JSON of SimulationConfig.to_dict()),
-                                   seed (decimal string: resolved seeds are up to 128 bits)
+                                   seed (decimal string: resolved seeds are up to 128 bits),
+                                   summation_degree (int: K or L of the spectral
+                                   summation's series, only when it ran)
         versions                   particles, numpy, numba, h5py, hdf5, python
 
 Positions kept (``config.positions``, :data:`particles.config.POSITIONS`).
@@ -84,6 +86,7 @@ import numpy as np
 
 from particles.config import SimulationConfig
 from particles.errors import TrajectoryFileError
+from particles.fields import spectral
 from particles.io.frames import FrameCounts, GroupWriter, clock_element
 from particles.io.hdf5 import (
     FLUSH_INTERVAL,
@@ -431,6 +434,8 @@ def write_config(params: h5py.Group, config: SimulationConfig) -> None:
     params.attrs["complete"] = np.int8(0)
     params.attrs["config"] = config.to_json()
     params.attrs["seed"] = str(config.seed)
+    if config.summation == "spectral":
+        params.attrs["summation_degree"] = np.int32(spectral.degree(config))
 
 
 class TrajectoryWriter(GroupWriter):

@@ -69,6 +69,7 @@ __all__ = [
     "OBSERVERS",
     "PAIRWISE_DEFAULT_MAX_N",
     "PAIR_CHUNKS",
+    "SPECTRAL_PAIRWISE_MAX_N",
     "Context",
     "EnergyDefinition",
     "Observation",
@@ -115,17 +116,22 @@ OBSERVERS: dict[str, Observer] = {k: o for k, o in ALL_OBSERVERS.items() if o.pe
 #: the pairwise set is recorded by default up to this many tokens (beyond,
 #: one O(n^2) pass per frame costs as much as many steps of an O(n) field).
 PAIRWISE_DEFAULT_MAX_N = 4096
+#: the same with ``summation="spectral"``.
+SPECTRAL_PAIRWISE_MAX_N = 512
 
 
-def default_observers(n: int, d: int, beta: float) -> tuple[str, ...]:
+def default_observers(n: int, d: int, beta: float,
+                      summation: str = "direct") -> tuple[str, ...]:
     """The observers of a run that does not choose them.
 
-    ``("pairwise",)`` when ``n <= PAIRWISE_DEFAULT_MAX_N``, or on the circle
-    at ``beta = 0`` (``d = 2``, where the pairwise set costs O(n log n));
-    ``("order",)`` (O(n)) otherwise.  Ask for ``pairwise`` to record the
-    energy of a larger run.
+    ``("pairwise",)`` when ``n <= PAIRWISE_DEFAULT_MAX_N`` (``SPECTRAL_PAIRWISE_MAX_N``
+    with the spectral summation, whose O(n K) steps an O(n^2) observer would
+    undo), or on the circle at ``beta = 0`` (``d = 2``, where the pairwise set
+    costs O(n log n)); ``("order",)`` (O(n)) otherwise.  Ask for ``pairwise``
+    to record the energy of a larger run.
     """
-    if n <= PAIRWISE_DEFAULT_MAX_N or (d == 2 and beta == 0.0):
+    cap = SPECTRAL_PAIRWISE_MAX_N if summation == "spectral" else PAIRWISE_DEFAULT_MAX_N
+    if n <= cap or (d == 2 and beta == 0.0):
         return ("pairwise",)
     return ("order",)
 

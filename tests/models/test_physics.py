@@ -31,11 +31,12 @@ def _rho_usa(n, beta):
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["sa", "usa"])
 @pytest.mark.parametrize("beta", [0.0, 1.0, 4.0])
-def test_equiangular_solution(model, beta):
-    n, d, T = 4, 6, 3.0
+@pytest.mark.parametrize("n,d,summation", [(4, 6, "direct"), (3, 3, "spectral")])
+def test_equiangular_solution(model, beta, n, d, summation):
+    T = 3.0
     dt = 0.001 if model == "usa" and beta > 2 else 0.005  # USA speeds grow like e^beta
     traj = simulate(n, d, beta, model=model, init="orthogonal", integrator="rk4", dt=dt,
-                    T=T, save_times=np.linspace(0, T, 11), seed=7)
+                    T=T, save_times=np.linspace(0, T, 11), seed=7, summation=summation)
     rho = _pairs(traj.positions)
     # all pairs share one inner product at every frame ...
     assert np.abs(rho - rho[:, :1]).max() < 1e-13
@@ -84,11 +85,12 @@ def _velocity(X, beta, model, V=None):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["sa", "usa"])
-def test_energy_dissipation_formula(model):
+@pytest.mark.parametrize("summation", ["direct", "spectral"])
+def test_energy_dissipation_formula(model, summation):
     """dE/dt along the simulated flow equals the dissipation of DESIGN.md."""
     n, d, beta, dt = 12, 3, 1.5, 1e-3
     traj = simulate(n, d, beta, model=model, integrator="rk4", dt=dt, save_every=1,
-                    T=0.5, seed=5)
+                    T=0.5, seed=5, summation=summation)
     E = traj.observables["energy"]
     k = traj.frames // 2
     dEdt = (E[k + 1] - E[k - 1]) / (2 * dt)  # central difference, O(dt^2)
@@ -107,9 +109,10 @@ def test_energy_dissipation_formula(model):
 @pytest.mark.parametrize("model,V,sign", [("sa", None, 1), ("usa", None, 1),
                                           ("sa", "minus_identity", -1),
                                           ("usa", "minus_identity", -1)])
-def test_energy_is_monotone(model, V, sign):
+@pytest.mark.parametrize("summation", ["direct", "spectral"])
+def test_energy_is_monotone(model, V, sign, summation):
     traj = simulate(24, 3, 2.0, model=model, V=V, integrator="rk4", dt=0.01, T=4.0,
-                    save_every=5, seed=2)
+                    save_every=5, seed=2, summation=summation)
     dE = np.diff(traj.observables["energy"])
     assert np.all(sign * dE >= -1e-13), dE.min()
     assert sign * (traj.observables["energy"][-1] - traj.observables["energy"][0]) > 0

@@ -1,0 +1,453 @@
+"""Spectral summation of zonal attention kernels on S^1 and S^2 (``summation="spectral"``).
+
+When the kernel sees tokens only through ``<x_i, x_j>`` (:func:`zonal_profile`:
+``edp`` with ``Q^T K = c I``, ``c >= 0``; ``rbf`` with ``Q = K = I``, since
+``exp(-tau |x - y|^2) = e^{-2 tau} exp(2 tau <x, y>)`` on the sphere), every
+attention sum is a convolution on the sphere with the profile
+``f(t) = exp(b (t - 1))``, ``b = beta c`` (or ``2 tau``), scaled so that
+``f(1) = 1``:
+
+* **circle** (d = 2): ``f(cos a) = sum_k a_k e^{i k a}``, ``a_k = I_|k|(b) e^{-b}``
+  (scaled modified Bessel functions, :func:`scipy.special.ive`: no overflow at
+  ``b = 700`` or ``1e4``).  With tokens as unit complex numbers ``z_j`` and the
+  moments ``S_k = sum_j m_j z_j^k`` (``S_{-k} = conj(S_k)``),
+
+      D_i = sum_j m_j f(<x_i, x_j>)     = sum_k a_k z_i^k conj(S_k),
+      N_i = sum_j m_j f(<x_i, x_j>) z_j = sum_k a_k z_i^k S_{1-k},
+
+  ``O(n K)`` per evaluation in one compiled loop (:func:`circle_sums_reference`
+  is its NumPy twin).
+* **S^2** (d = 3): ``f(t) = sum_l (2l + 1) i_l(b) e^{-b} P_l(t)`` (Funk-Hecke;
+  ``i_l`` the modified spherical Bessel function) and ``P_l(<x, y>) = 4 pi /
+  (2l + 1) sum_m Y_lm(x) Y_lm(y)^*``: the four sums ``D_i`` and ``N_i`` (maps
+  ``m_j`` and ``m_j x_j``) are an adjoint spherical-harmonic transform at the
+  token positions, a multiplication by ``4 pi i_l(b) e^{-b}`` per degree, and a
+  synthesis back at the positions (``ducc0.sht.experimental``'s
+  ``adjoint_synthesis_general`` / ``synthesis_general``): ``O(n + L^2 log L)``.
+
+Then SA gives ``y_i = V N_i / D_i`` and USA ``y_i = V N_i e^{b + log g - c} / N``
+(``g`` the kernel's constant factor, ``c`` the USA shift, ``N`` the total mass).
+
+**Truncation** (:func:`truncation`).  The coefficients are positive and sum to
+``f(1) = 1``; ``D_i >= m_i`` (the token's own term), and ``|z_i^k| = |P_l| <= 1``,
+so cutting the series after ``K`` (or ``L``) terms moves ``D_i`` and ``N_i`` by
+at most ``tail * N`` and every ``y_i`` by at most ``2 tail N / m_i`` in the
+scale of ``|y| <= ||V||`` (SA; USA by ``tail`` in its own scale).  ``K`` is the
+least with ``tail <= tol min(m) / (2 N)``: a bound, not an estimate.
+
+**Rounding.**  The series sums terms as large as ``N`` into a ``D_i`` that can
+be as small as ``m_i`` (a token far from all others at large ``b``): the
+rounding error relative to ``y_i`` is about ``RHO C / D_i``, ``C`` the sum of
+the terms' sizes (the circle: ``a_0 N + 2 sum_k a_k |S_k|``; S^2: ``N``, the
+scale of the transforms' error).  Rows where ``RHO C / D_i > tol`` are summed
+directly (``O(n)`` each): exact to the tolerance everywhere, at the direct
+cost only for isolated tokens (in a clustered state ``D_i`` is about the mass
+of the token's cluster).  ``RHO`` is measured (tests in
+``tests/fields/test_spectral.py`` run random, clustered and near-antipodal
+configurations from ``b = 0.1`` to 700 at ``tol = 1e-12``).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+from scipy import special
+
+from particles._numba import jit, objmode, prange, specialize
+from particles.fields.base import DriftSet
+from particles.protocols import RunSpec
+
+#: tokens per block of the circle's moments: fixed, so that the moments are
+#: summed in the same order (the same bits) by one thread or many.
+BLOCK = 1024
+#: rounding error of a summed series relative to the sum of its terms' sizes
+#: (see the module docstring; measured errors stay 10-50x below it).
+RHO = 64 * np.finfo(np.float64).eps
+#: the most accurate setting of the S^2 transforms (ducc0 refuses less than 2e-13).
+DUCC_EPS_MIN = 2.1e-13
+
+
+# ------------------------------------------------------------ eligibility
+def zonal_profile(config: RunSpec, Q: np.ndarray, K: np.ndarray) -> tuple[float, float] | str:
+    """``(b, log g)`` with ``kappa(Q x, K y) = g e^b f(<x, y>)`` on the sphere,
+    or why the kernel is not zonal there (a phrase: "... cannot serve ...").
+
+    Parameters
+    ----------
+    config : RunSpec
+        Its kernel and parameter.
+    Q, K : ndarray, shape (d, d)
+        One head's matrices.
+    """
+    d = config.d
+    eye = np.eye(d)
+    if config.kernel == "edp":
+        G = np.asarray(Q).T @ np.asarray(K)
+        c = float(G[0, 0])
+        if not np.allclose(G, c * eye, rtol=0.0, atol=1e-14 * max(1.0, abs(c))) or c < 0:
+            return "needs Q^T K a non-negative multiple of the identity"
+        return float(config.beta) * c, 0.0
+    if config.kernel == "rbf":
+        if not (np.all(Q == eye) and np.all(K == eye)):
+            return "needs Q = K = I for kernel 'rbf'"
+        return 2.0 * float(config.tau), -2.0 * float(config.tau)
+    return (f"serves the kernels 'edp' and 'rbf' only: {config.kernel!r} is not "
+            "exp(b <x, y>) on the sphere")
+
+
+def refusal(config: RunSpec) -> str | None:
+    """Why the spectral summation cannot serve a run (a phrase), or None.
+
+    Needs ``d`` in (2, 3), model ``sa`` or ``usa`` with softmax weights, one
+    head, fixed ``Q, K`` (not drawn) with a zonal kernel (:func:`zonal_profile`),
+    and one draw of the weights for every system (the parameter tuple has no
+    batch axis); ``V`` (drawn too), masses, noise, ensembles and every
+    integrator are served.
+    """
+    from particles.fields.weights import QK_WEIGHTS
+
+    if config.d not in (2, 3):
+        return f"works on the circle and S^2 only, d = 2 or 3, not d = {config.d}"
+    if config.model not in ("sa", "usa"):
+        return f"serves models 'sa' and 'usa' only, not {config.model!r}"
+    if config.normalization != "softmax":
+        return f"serves softmax weights only, not normalization {config.normalization!r}"
+    if config.heads != 1:
+        return f"serves one head, not {config.heads}"
+    if config.weight_draws != "shared":
+        return "needs one draw of the weights for all systems, not weight_draws 'independent'"
+    qk = QK_WEIGHTS[config.weights]
+    if qk.random:
+        return f"needs fixed Q, K: weights {config.weights!r} draws them"
+    Q, K = qk.draw(None, config.d, config.matrix("Q"), config.matrix("K"))
+    d = config.d
+    why = zonal_profile(config, np.reshape(Q, (-1, d, d))[0], np.reshape(K, (-1, d, d))[0])
+    return why if isinstance(why, str) else None
+
+
+# ------------------------------------------------------------ coefficients
+def coefficients(b: float, d: int, count: int) -> np.ndarray:
+    """The first ``count`` weights of the profile: ``a_k`` (d = 2: ``f(cos a) =
+    a_0 + 2 sum_k a_k cos(k a)``) or ``(2l + 1) i_l(b) e^{-b}`` (d = 3); each
+    family sums (with the circle's ``a_k`` counted twice for ``k > 0``) to 1."""
+    k = np.arange(count, dtype=np.float64)
+    if b == 0.0:
+        return (k == 0).astype(np.float64)
+    if d == 2:
+        return special.ive(k, b)
+    return (2 * k + 1) * np.sqrt(np.pi / (2 * b)) * special.ive(k + 0.5, b)
+
+
+@cache
+def truncation(b: float, d: int, tol: float, mass_ratio: float) -> tuple[int, float]:
+    """``(K, tail)``: the least degree whose omitted weights sum to at most
+    ``tol / (2 mass_ratio)`` (``mass_ratio = N / min(m)``; see the module
+    docstring), and that sum.
+
+    Parameters
+    ----------
+    b : float
+        The profile's exponent (>= 0).
+    d : int
+        2 or 3.
+    tol : float
+        Relative tolerance on each drift evaluation.
+    mass_ratio : float
+        Total mass over the smallest token mass (n for equal masses).
+    """
+    bound = tol / (2.0 * mass_ratio)
+    # the weights fall off like exp(-k^2 / (2 b)) beyond sqrt(b): this covers tol >= 1e-300
+    count = int(60 + 40 * math.sqrt(b) + 2 * math.log(max(mass_ratio, 1.0)))
+    w = coefficients(b, d, count)
+    if d == 2:
+        w = np.concatenate([w[:1], 2 * w[1:]])  # a_k and a_-k
+    tails = np.cumsum(w[::-1])[::-1]  # tails[k] = sum of the weights from k on
+    over = np.nonzero(tails <= bound)[0]
+    K = int(over[0]) - 1 if over.size else count - 1
+    K = max(K, 1)
+    return K, float(tails[K + 1]) if K + 1 < count else 0.0
+
+
+def profile(config: RunSpec, Q: np.ndarray, K: np.ndarray) -> tuple[float, float]:
+    """:func:`zonal_profile` of a run the spectral summation serves."""
+    prof = zonal_profile(config, Q, K)
+    if isinstance(prof, str):
+        raise ValueError(f"summation='spectral' {prof}")
+    return prof
+
+
+def degree(config: RunSpec) -> int:
+    """The truncation degree (K on the circle, L on S^2) of a run's first layer."""
+    from particles.fields.weights import draw_layer
+
+    Q, K, _ = draw_layer(config, 0)
+    b, _ = profile(config, Q[0], K[0])
+    m = config.mass_array()
+    return truncation(b, config.d, float(config.tol), float(m.sum() / m.min()))[0]
+
+
+# ------------------------------------------------------------ the circle
+def _circle_spectral(X, p, out, ws):
+    """Attention output ``out`` (n, 2) of tokens ``X`` (n, 2) by trigonometric moments.
+
+    ``p = (V, m, a, b, normalized, factor, inv_mass, v_identity, tol)`` with
+    ``a`` the weights ``a_0..a_K``; ``ws`` float64 scratch of
+    :func:`circle_workspace` floats (independent of the threads).
+    """
+    V, m, a, b, normalized, factor, inv_mass, v_identity, tol = p
+    n = X.shape[0]
+    K = a.shape[0] - 1
+    nm = K + 2  # moments S_0 .. S_{K+1}
+    nb = (n + BLOCK - 1) // BLOCK
+    width = 2 * nm
+    for blk in prange(nb):
+        off = width * blk
+        for k in range(width):
+            ws[off + k] = 0.0
+        for j in range(blk * BLOCK, min(n, (blk + 1) * BLOCK)):
+            zr = X[j, 0]
+            zi = X[j, 1]
+            pr = m[j]
+            pi = 0.0
+            for k in range(nm):
+                ws[off + 2 * k] += pr
+                ws[off + 2 * k + 1] += pi
+                pr, pi = pr * zr - pi * zi, pr * zi + pi * zr
+    tot = width * nb
+    for k in range(width):
+        s = 0.0
+        for blk in range(nb):  # in block order: the same bits for any threads
+            s += ws[width * blk + k]
+        ws[tot + k] = s
+    S = ws[tot:tot + width]
+    M = S[0]
+    C = a[0] * M  # the sum of the series' term sizes (rounding, module docstring)
+    for k in range(1, K + 1):
+        C += 2.0 * a[k] * math.sqrt(S[2 * k] ** 2 + S[2 * k + 1] ** 2)
+    for i in prange(n):
+        zr = X[i, 0]
+        zi = X[i, 1]
+        D = a[0] * M
+        Nr = a[0] * S[2]
+        Ni = a[0] * S[3]
+        wr = 1.0
+        wi = 0.0
+        for k in range(1, K + 1):
+            wr, wi = wr * zr - wi * zi, wr * zi + wi * zr  # z_i^k
+            ak = a[k]
+            # D += 2 a_k Re(w conj(S_k))
+            D += 2.0 * ak * (wr * S[2 * k] + wi * S[2 * k + 1])
+            # N += a_k (w conj(S_{k-1}) + conj(w) S_{k+1})
+            sr = S[2 * k - 2]
+            si = S[2 * k - 1]
+            tr = S[2 * k + 2]
+            ti = S[2 * k + 3]
+            Nr += ak * ((wr * sr + wi * si) + (wr * tr + wi * ti))
+            Ni += ak * ((wi * sr - wr * si) + (wr * ti - wi * tr))
+        if not RHO * C <= tol * D:
+            D, Nr, Ni = _direct_row(X, m, b, i)
+        if normalized:
+            y0 = Nr / D
+            y1 = Ni / D
+        else:
+            y0 = Nr * factor * inv_mass
+            y1 = Ni * factor * inv_mass
+        if v_identity:
+            out[i, 0] = y0
+            out[i, 1] = y1
+        else:
+            out[i, 0] = V[0, 0] * y0 + V[0, 1] * y1
+            out[i, 1] = V[1, 0] * y0 + V[1, 1] * y1
+
+
+@jit
+def _direct_row(X, m, b, i):
+    """``(D_i, N_i)`` of the circle summed directly (rows the series cannot resolve)."""
+    D = 0.0
+    Nr = 0.0
+    Ni = 0.0
+    for j in range(X.shape[0]):
+        w = m[j] * math.exp(b * (X[i, 0] * X[j, 0] + X[i, 1] * X[j, 1] - 1.0))
+        D += w
+        Nr += w * X[j, 0]
+        Ni += w * X[j, 1]
+    return D, Nr, Ni
+
+
+circle_serial = specialize(_circle_spectral, "serial")
+circle_parallel = specialize(_circle_spectral, "parallel", parallel=True)
+
+
+def circle_workspace(n: int, K: int) -> int:
+    """Scratch floats of the circle's drift: the moments per block and their sum."""
+    return 2 * (K + 2) * ((n + BLOCK - 1) // BLOCK + 1)
+
+
+def circle_sums_reference(X: np.ndarray, m: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(D, N, C)``: the circle's series in plain NumPy (twin of the compiled drift).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, 2)
+    m : ndarray, shape (n,)
+    a : ndarray, shape (K + 1,)
+
+    Returns
+    -------
+    D : ndarray, shape (n,)
+    N : ndarray, shape (n, 2)
+    C : float
+        The sum of the series' term sizes.
+    """
+    K = a.shape[0] - 1
+    z = X[:, 0] + 1j * X[:, 1]
+    k = np.arange(K + 2)
+    S = (m[None, :] * z[None, :] ** k[:, None]).sum(axis=1)
+    w = z[:, None] ** k[None, 1:K + 1]  # (n, K)
+    D = a[0] * S[0].real + 2.0 * (a[1:] * (w * np.conj(S[1:K + 1])).real).sum(axis=1)
+    N = a[0] * S[1] + (a[1:] * (w * np.conj(S[:K]) + np.conj(w) * S[2:K + 2])).sum(axis=1)
+    C = a[0] * S[0].real + 2.0 * float((a[1:] * np.abs(S[1:K + 1])).sum())
+    return D, np.stack([N.real, N.imag], axis=1), C
+
+
+# ------------------------------------------------------------ S^2
+@cache
+def _alm_degrees(L: int) -> np.ndarray:
+    """The degree ``l`` of every coefficient in ducc0's (m-major) a_lm layout."""
+    return np.concatenate([np.arange(mm, L + 1) for mm in range(L + 1)])
+
+
+def sphere_sums(X: np.ndarray, m: np.ndarray, c: np.ndarray, eps: float,
+                nthreads: int) -> np.ndarray:
+    """``[D, N_x, N_y, N_z]`` (4, n) of tokens X (n, 3) with masses m (n,) by
+    spherical-harmonic transforms at the tokens (ducc0); ``c`` (L + 1,) the
+    per-degree factors ``4 pi i_l(b) e^{-b}``, ``eps`` the transforms' accuracy."""
+    import ducc0
+
+    sht = ducc0.sht.experimental
+    L = c.shape[0] - 1
+    loc = np.empty((X.shape[0], 2))
+    loc[:, 0] = np.arctan2(np.hypot(X[:, 0], X[:, 1]), X[:, 2])  # accurate at the poles
+    loc[:, 1] = np.arctan2(X[:, 1], X[:, 0]) % (2 * np.pi)
+    scale = c[_alm_degrees(L)]
+    out = np.empty((4, X.shape[0]))
+    for r in range(4):
+        f = m if r == 0 else m * X[:, r - 1]
+        alm = sht.adjoint_synthesis_general(lmax=L, spin=0, map=f[None], loc=loc,
+                                            epsilon=eps, nthreads=nthreads)
+        alm *= scale
+        sht.synthesis_general(alm=alm, spin=0, lmax=L, loc=loc, epsilon=eps,
+                              nthreads=nthreads, map=out[r:r + 1])
+    return out
+
+
+def _sphere_host(X, p, out):
+    """The S^2 drift in Python (ducc0), called from compiled code (``objmode``).
+
+    The transforms run on one thread: ducc0's threads sum in an order that
+    depends on their number (1e-16 relative apart), and a run's bits must not
+    (one thread took 1.6x the time of two at n = 1e6 on these machines).
+    """
+    V, m, c, b, normalized, factor, inv_mass, v_identity, tol = p
+    eps = max(DUCC_EPS_MIN, tol / 10.0)
+    sums = sphere_sums(X, m, c, eps, 1)
+    D, Nv = sums[0], sums[1:].T
+    M = float(m.sum())
+    bad = np.nonzero(~(RHO * M <= tol * D))[0]
+    for lo in range(0, bad.size, 256):  # isolated tokens: summed directly
+        rows = bad[lo:lo + 256]
+        W = m[None, :] * np.exp(b * (X[rows] @ X.T - 1.0))
+        D[rows] = W.sum(axis=1)
+        Nv[rows] = W @ X
+    y = Nv / D[:, None] if normalized else Nv * (factor * inv_mass)
+    out[:] = y if v_identity else y @ V.T
+
+
+@jit
+def sphere_drift(X, p, out, ws):
+    """Attention output ``out`` (n, 3) of tokens ``X`` (n, 3) on S^2 by
+    spherical-harmonic transforms (``p`` as the circle's, with ``c`` the
+    per-degree factors ``4 pi i_l(b) e^{-b}``); one drift for every layout."""
+    with objmode():
+        _sphere_host(X, p, out)
+
+
+# ------------------------------------------------------------ the field
+def drifts(config: RunSpec) -> DriftSet:
+    """The spectral drift pair of a run it serves (d = 2 or 3)."""
+    n, K = config.n, degree(config)
+    if config.d == 2:
+        return DriftSet(circle_serial, circle_parallel, lambda nchunks: circle_workspace(n, K),
+                        f"spectral_circle_K{K}")
+    return DriftSet(sphere_drift, sphere_drift, lambda nchunks: 1, f"spectral_s2_L{K}")
+
+
+def params(config: RunSpec, Q: np.ndarray, K: np.ndarray, V: np.ndarray,
+           v_identity: bool, normalized: bool, usa_shift: float) -> tuple:
+    """The spectral drift's parameter tuple for one head's ``Q, K, V`` (d, d)."""
+    b, log_g = profile(config, Q, K)
+    m = np.ascontiguousarray(config.mass_array(), dtype=np.float64)
+    M = float(m.sum())
+    deg, _ = truncation(b, config.d, float(config.tol), M / float(m.min()))
+    w = coefficients(b, config.d, deg + 1)
+    if config.d == 3:
+        w = 4 * np.pi * w / (2 * np.arange(deg + 1) + 1)  # 4 pi i_l(b) e^{-b}
+    factor = math.exp(b + log_g - usa_shift)
+    return (np.ascontiguousarray(V, dtype=np.float64), m, np.ascontiguousarray(w), float(b),
+            bool(normalized), factor, 1.0 / M, bool(v_identity), float(config.tol))
+
+
+def spectral_reference(config: RunSpec, X: np.ndarray, Q: np.ndarray, K: np.ndarray,
+                       V: np.ndarray, normalized: bool, usa_shift: float) -> np.ndarray:
+    """The spectral attention output (n, d) in Python: the circle's NumPy twin
+    (:func:`circle_sums_reference`), or the S^2 transforms; rows the series
+    cannot resolve summed directly, as the drifts do."""
+    p = params(config, Q, K, V, bool(np.all(V == np.eye(config.d))), normalized, usa_shift)
+    Vm, m, w, b, _, factor, inv_mass, _, tol = p
+    X = np.asarray(X, dtype=np.float64)
+    if config.d == 3:
+        out = np.empty_like(X)
+        _sphere_host(X, p, out)
+        return out
+    D, N, C = circle_sums_reference(X, m, w)
+    bad = ~(RHO * C <= tol * D)
+    if bad.any():
+        W = m[None, :] * np.exp(b * (X[bad] @ X.T - 1.0))
+        D[bad] = W.sum(axis=1)
+        N[bad] = W @ X
+    y = N / D[:, None] if normalized else N * (factor * inv_mass)
+    return y @ Vm.T
+
+
+# ------------------------------------------------------------ the choice
+#: seconds per drift evaluation, one thread (benchmarks/bench_spectral.py on
+#: the 2-core development machines): direct ``DIRECT[d] n^2``; the circle's
+#: series ``CIRCLE n (K + 2)``; S^2 ``SPHERE_N n + SPHERE_L (L + 1)^2 log2(L + 2)``
+#: plus ``SPHERE_CALL`` (eight transforms and the Python call).
+DIRECT = {2: 2.5e-9, 3: 2.9e-9}
+CIRCLE = 6.5e-9
+SPHERE_N = 1.0e-6
+SPHERE_L = 1.0e-7
+SPHERE_CALL = 2.0e-4
+
+
+def costs(n: int, d: int, K: int) -> tuple[float, float]:
+    """``(direct, spectral)`` estimated seconds of one drift evaluation of one system."""
+    direct = DIRECT[d] * n * n
+    if d == 2:
+        return direct, CIRCLE * n * (K + 2)
+    return direct, SPHERE_N * n + SPHERE_L * (K + 1) ** 2 * math.log2(K + 2) + SPHERE_CALL
+
+
+def choose(config: RunSpec) -> str:
+    """``"spectral"`` or ``"direct"`` for a run the spectral summation serves:
+    the cheaper by :func:`costs` (S^2 transforms of a batch run one system at
+    a time, holding the interpreter, so a batch's threads count for direct only)."""
+    import numba
+
+    direct, spec = costs(config.n, config.d, degree(config))
+    if config.d == 3 and (config.batch or 1) > 1:
+        spec *= numba.get_num_threads()
+    return "spectral" if spec < direct else "direct"

@@ -1,0 +1,207 @@
+"""The spectral summation (``summation="spectral"``) against the direct sums, its
+series' identities, the runs it serves and the ones it refuses."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+from clitools import invoke, ok, usage_error
+
+from particles import simulate
+from particles.config import SimulationConfig
+from particles.errors import ConfigError
+from particles.fields import spectral
+from particles.fields.attention import attention_reference
+from particles.fields.kernels import kernel_attention_reference
+from particles.models import build_field
+
+TOL = 1e-12
+
+
+def _tokens(rng, n, d):
+    x = rng.normal(size=(n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _configurations(rng, n, d):
+    """Random, clustered (three clusters of tokens within 1e-8) and near-antipodal
+    (pairs at -x + 1e-7 noise) tokens, each (n, d)."""
+    random = _tokens(rng, n, d)
+    centres = _tokens(rng, 3, d)
+    clustered = centres[rng.integers(0, 3, n)] + 1e-8 * rng.normal(size=(n, d))
+    half = _tokens(rng, (n + 1) // 2, d)
+    antipodal = np.concatenate([half, -half + 1e-7 * rng.normal(size=half.shape)])[:n]
+    for X in (clustered, antipodal):
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return {"random": random, "clustered": clustered, "antipodal": antipodal}
+
+
+def _evaluate(field, X, parallel=False):
+    out = np.empty_like(X)
+    ws = np.empty(field.workspace(2 if parallel else 1))
+    (field.parallel if parallel else field.serial)(X, field.params, out, ws)
+    return out
+
+
+def _relative(got, ref):
+    return np.abs(got - ref).max() / (np.abs(ref).max() or 1.0)
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("model,usa_scale", [("sa", "n"), ("usa", "n_exp_beta")])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_spectral_drifts_equal_the_direct_sums(d, model, usa_scale, weighted):
+    """To 1e-12 relative (max |dy| / max |y|) on random, clustered and
+    near-antipodal tokens, beta from 0.1 to 700, with masses and a value matrix."""
+    rng = np.random.default_rng(d * 10 + weighted)
+    n = 300
+    kw = dict(masses=rng.uniform(0.2, 3.0, size=n), V=rng.normal(size=(d, d))) if weighted else {}
+    for beta in (0.1, 1.0, 9.0, 100.0, 700.0):
+        config = SimulationConfig(n=n, d=d, beta=beta, model=model, usa_scale=usa_scale,
+                                  summation="spectral", **kw)
+        field = build_field(config)
+        assert field.name.startswith("spectral")
+        for name, X in _configurations(rng, n, d).items():
+            ref = attention_reference(X, beta=beta, normalized=model == "sa",
+                                      usa_shift=beta if usa_scale == "n_exp_beta" else 0.0,
+                                      V=kw.get("V"), masses=kw.get("masses"))
+            got = _evaluate(field, X)
+            assert _relative(got, ref) < TOL, (beta, name)
+
+
+def test_rbf_and_scaled_qk_are_served():
+    """rbf with Q = K = I is exp(2 tau <x, y>) up to a constant (USA keeps it);
+    edp with Q^T K = c I runs at beta c."""
+    rng = np.random.default_rng(3)
+    n, d = 200, 3
+    X = _tokens(rng, n, d)
+    for model in ("sa", "usa"):
+        config = SimulationConfig(n=n, d=d, beta=1.0, kernel="rbf", tau=2.5, model=model,
+                                  summation="spectral")
+        ref = kernel_attention_reference(X, "rbf", 2.5, normalized=model == "sa")
+        assert _relative(_evaluate(build_field(config), X), ref) < TOL
+    R = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    Q, K = 2.0 * R, 1.5 * R  # Q^T K = 3 I
+    config = SimulationConfig(n=n, d=d, beta=2.0, Q=Q, K=K, summation="spectral")
+    ref = attention_reference(X, beta=2.0, Q=Q, K=K)
+    assert _relative(_evaluate(build_field(config), X), ref) < TOL
+
+
+def test_circle_kernel_matches_its_numpy_twin():
+    rng = np.random.default_rng(5)
+    for n, beta in ((1, 3.0), (2500, 9.0)):  # several moment blocks
+        X = _tokens(rng, n, 2)
+        config = SimulationConfig(n=n, d=2, beta=beta, masses=rng.uniform(0.5, 2, n),
+                                  summation="spectral")
+        twin = spectral.spectral_reference(config, X, np.eye(2), np.eye(2), np.eye(2),
+                                           True, 0.0)
+        np.testing.assert_allclose(_evaluate(build_field(config), X), twin, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parallel
+def test_parallel_drifts_equal_serial_bit_for_bit():
+    """The moments are summed in fixed blocks: any number of threads, the same bits."""
+    rng = np.random.default_rng(6)
+    for d in (2, 3):
+        X = _tokens(rng, 3000, d)
+        field = build_field(SimulationConfig(n=3000, d=d, beta=4.0, summation="spectral"))
+        np.testing.assert_array_equal(_evaluate(field, X, parallel=True), _evaluate(field, X))
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_series_weights_sum_to_the_profile_at_one(d):
+    """Funk-Hecke / Jacobi-Anger at t = 1: the weights sum to f(1) = 1, and the
+    chosen degree is the least whose tail meets the bound."""
+    for b in (0.1, 5.0, 100.0, 700.0, 1e4):
+        w = spectral.coefficients(b, d, int(60 + 60 * np.sqrt(b)))
+        total = w[0] + (2 * w[1:].sum() if d == 2 else w[1:].sum())
+        assert abs(total - 1.0) < 1e-12, b
+        for ratio in (1.0, 1e3):
+            K, tail = spectral.truncation(b, d, 1e-12, ratio)
+            bound = 1e-12 / (2 * ratio)
+            assert tail <= bound
+            over = w[K:] if d == 3 else 2 * w[K:]
+            assert K == 1 or over.sum() > bound, (b, ratio)  # K - 1 would not do
+
+
+def test_degree_grows_like_sqrt_beta():
+    degrees = [spectral.truncation(b, 2, 1e-12, 1000.0)[0] for b in (100.0, 400.0)]
+    assert 1.6 < degrees[1] / degrees[0] < 2.4
+
+
+@pytest.mark.parametrize("kw,needle", [
+    (dict(d=4), "d = 2 or 3"),
+    (dict(kernel="l2"), "'edp' and 'rbf'"),
+    (dict(heads=2), "one head"),
+    (dict(weights="gaussian", seed=1), "fixed Q, K"),
+    (dict(model="kuramoto"), "'sa' and 'usa'"),
+    (dict(normalization="sinkhorn"), "softmax"),
+    (dict(K="minus_identity"), "non-negative multiple"),
+    (dict(value_weights="wwt", weight_draws="independent", batch=2, seed=1),
+     "one draw"),
+])
+def test_runs_it_cannot_serve_are_refused_naming_why(kw, needle):
+    with pytest.raises(ConfigError, match=needle) as info:
+        SimulationConfig(**{"n": 8, "d": 2, "beta": 1.0, "summation": "spectral", **kw})
+    assert info.value.field == "summation"
+    assert "\n" not in str(info.value)
+
+
+def test_auto_picks_by_cost_and_the_choice_is_recorded():
+    assert SimulationConfig(n=16, d=2, beta=1.0, summation="auto").summation == "direct"
+    assert SimulationConfig(n=20000, d=2, beta=9.0, summation="auto").summation == "spectral"
+    assert SimulationConfig(n=20000, d=3, beta=5.0, summation="auto").summation == "spectral"
+    # not served: auto is direct, spectral is refused
+    assert SimulationConfig(n=20000, d=4, beta=1.0, summation="auto").summation == "direct"
+    with pytest.raises(ConfigError, match="tol"):
+        SimulationConfig(n=16, d=2, beta=1.0, tol=1e-9)
+
+
+def test_no_quadratic_observer_by_default_on_large_spectral_runs():
+    """An O(n^2) observer at every frame would undo the O(n K) steps."""
+    assert SimulationConfig(n=4000, d=2, beta=9.0).observables == ("pairwise",)
+    assert SimulationConfig(n=4000, d=2, beta=9.0, summation="spectral").observables == ("order",)
+    assert SimulationConfig(n=100, d=3, beta=9.0, summation="spectral").observables == ("pairwise",)
+
+
+@pytest.mark.parametrize("d,integrator,extra", [
+    (2, "dopri5", {}),
+    (3, "rk4", {"model": "usa", "usa_scale": "n_exp_beta"}),
+    (2, "heun", {"noise": 0.3}),
+    (3, "euler", {"batch": 3}),
+    (3, "euler", {"value_weights": "wwt", "layer_time": 0.5}),  # V redrawn per layer
+])
+def test_trajectories_equal_the_direct_method(d, integrator, extra):
+    """Every integrator family (adaptive, fixed, stochastic, ensembles) follows
+    the direct trajectory: to round-off with fixed steps, and within the
+    adaptive tolerance with dopri5 (drifts 1e-13 apart can move its steps)."""
+    n = 64
+    kw = dict(integrator=integrator, T=2.0, dt=0.02, save_every=20, seed=4, **extra)
+    if integrator == "dopri5":
+        kw.update(rtol=1e-9, atol=1e-12, save_times=np.linspace(0, 2.0, 5))
+    a = simulate(n, d, 6.0, summation="spectral", tol=1e-13, **kw)
+    b = simulate(n, d, 6.0, **kw)
+    assert a.config.summation == "spectral"
+    atol = 1e-8 if integrator == "dopri5" else 1e-10
+    np.testing.assert_allclose(a.positions, b.positions, rtol=0, atol=atol)
+
+
+def test_cli_records_the_choice_and_resumes(tmp_path):
+    """--summation and --tol on the command line, the degree in the file, a
+    resumed run equal to one uninterrupted run bit for bit; refusals in one line."""
+    base = ["simulate", "--n", "40", "--d", "3", "--beta", "3", "--integrator", "rk4",
+            "--dt", "0.05", "--seed", "2", "--summation", "spectral", "--tol", "1e-10"]
+    whole = tmp_path / "whole.h5"
+    part = tmp_path / "part.h5"
+    ok(invoke(*base, "--T", "2", "--out", whole))
+    ok(invoke(*base, "--T", "1", "--out", part))
+    ok(invoke(*base, "--T", "2", "--out", part, "--resume"))
+    with h5py.File(whole) as fa, h5py.File(part) as fb:
+        assert fa["parameters"].attrs["summation_degree"] == spectral.truncation(
+            3.0, 3, 1e-10, 40.0)[0]
+        np.testing.assert_array_equal(fa["particles/tokens/position/value"][()],
+                                      fb["particles/tokens/position/value"][()])
+    usage_error(invoke("simulate", "--n", "4", "--d", "5", "--beta", "1", "--summation",
+                       "spectral", "--out", tmp_path / "x.h5"), "d = 2 or 3")
+    assert not (tmp_path / "x.h5").exists()
