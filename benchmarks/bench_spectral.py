@@ -25,8 +25,8 @@ import time
 import numba
 import numpy as np
 
-from benchmarks import vector_width
 from particles.config import SimulationConfig
+from particles.machine import vector_width
 from particles.models import build_field
 
 CASES = [  # (d, beta, n)

@@ -55,6 +55,10 @@ POSITIONS: dict[str, str] = {
     "none": "no frame (observables only; files keep the latest frame to resume from)",
 }
 
+#: default chord distance at which tokens are one (four ulps of 1; see
+#: :mod:`particles.models.collapse`).
+COLLAPSE_TOL = 4 * float(np.finfo(np.float64).eps)
+
 #: how attention sums are taken (``summation=``), name -> description; ``auto``
 #: resolves to one of the others (:func:`particles.fields.spectral.choose`).
 SUMMATIONS: dict[str, str] = {
@@ -518,6 +522,12 @@ class SimulationConfig:
     tol: float = field(default=1e-12, metadata=option(
         "Relative tolerance of the spectral summation on each drift evaluation (sets the "
         "series' truncation).", float))
+    collapse_tol: float = field(default=COLLAPSE_TOL, metadata=option(
+        "Tokens closer than this chord distance (default four ulps: equal to round-off) "
+        "are integrated as one token carrying their summed mass, which is exact (coincident "
+        "tokens stay coincident); not used with noise, per-layer random weights, V not a "
+        "multiple of I, several heads, Sinkhorn, Kuramoto or ensembles. 0 switches it off.",
+        float))
 
     def __post_init__(self) -> None:
         from particles.fields import KERNELS, check_usa_range
@@ -579,11 +589,40 @@ class SimulationConfig:
             check_usa_range(self, *qk.draw(None, self.d, self.matrix("Q"), self.matrix("K")))
         self._check_kuramoto()
         self._check_summation()
+        self._check_collapse()
         if self.observables is None:
             set_(self, "observables", default_observers(self.n, self.d, self.beta,
                                                         self.summation))
         else:
             set_(self, "observables", check_names("observables", self.observables, OBSERVERS))
+        if "spectral_energy" in self.observables:
+            from particles.fields.spectral import refusal
+
+            why = refusal(self) or ("beta = 0 (the energy is another limit there)"
+                                    if self.beta == 0 else None)
+            if why is not None:
+                _fail("observables", "observers without 'spectral_energy' for this run, since "
+                      f"the spectral series {why}", ",".join(self.observables))
+
+    def _check_collapse(self) -> None:
+        """Validate ``collapse_tol``: a value set where collapsing is not exact is refused."""
+        from particles.models.collapse import refusal
+
+        tol = _check_float("collapse_tol", self.collapse_tol, minimum=0.0)
+        object.__setattr__(self, "collapse_tol", tol)
+        if tol > 1e-3:  # a chord that large merges tokens that are not one
+            _fail("collapse_tol", "a chord distance in [0, 1e-3]", tol)
+        if tol not in (0.0, COLLAPSE_TOL):
+            why = refusal(self)
+            if why is not None:
+                _fail("collapse_tol", f"0 or the default for this run (collapsing is not "
+                      f"exact: {why})", tol)
+
+    def collapses(self) -> bool:
+        """Whether coincident tokens are integrated as one (:mod:`particles.models.collapse`)."""
+        from particles.models.collapse import refusal
+
+        return self.collapse_tol > 0 and refusal(self) is None
 
     def _check_summation(self) -> None:
         """Validate ``summation`` and ``tol``; resolve ``auto`` (the choice is recorded)."""

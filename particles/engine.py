@@ -49,7 +49,7 @@ from particles.integrators.driver import (
     fixed_runner,
 )
 from particles.integrators.noise import no_keys
-from particles.models import Hints, Problem, build_field, build_problem
+from particles.models import Hints, Problem, build_field, build_problem, collapse
 from particles.observables import observation
 from particles.progress import Progress
 from particles.seeds import init_rng, noise_keys, seed_sequences  # noqa: F401 (re-export)
@@ -224,13 +224,55 @@ def iter_frames(
     ------
     Frame
     """
-    problem = build_problem(config, positions, keys=keys)
     observers = observation(config.observables, config, nthreads=numba.get_num_threads())
     # stacklevel 4: a step-size warning points at the caller of simulate (through run)
+    options = dict(dt=config.dt, max_steps=config.max_steps, rtol=config.rtol,
+                   atol=config.atol, progress=progress, stacklevel=4)
+    if config.collapses() and np.shape(positions)[0] == 1:
+        yield from _collapsing(config, positions, observers, start, start_step, step_counts,
+                               options)
+        return
+    problem = build_problem(config, positions, keys=keys)
     yield from integrate(problem, config.integrator, config.output_times(), observers,
-                         dt=config.dt, max_steps=config.max_steps, rtol=config.rtol,
-                         atol=config.atol, start=start, start_step=start_step,
-                         step_counts=step_counts, progress=progress, stacklevel=4)
+                         start=start, start_step=start_step, step_counts=step_counts,
+                         **options)
+
+
+def _collapsing(config: SimulationConfig, positions: np.ndarray, observers: Callable,
+                start: int, step: int, step_counts: np.ndarray | None,
+                options: dict[str, Any]) -> Iterator[Frame]:
+    """:func:`iter_frames` with coincident tokens integrated as one weighted token
+    (:mod:`particles.models.collapse`): the groups of the positions at ``start``
+    and, whenever a save point finds fewer, a new problem on the groups from there.
+    The frames (and observers) see all ``n`` tokens."""
+    X = np.array(positions, dtype=np.float64).reshape(1, config.n, config.d)
+    masses = config.mass_array()
+    times = config.output_times()
+    while True:
+        labels, first = collapse.groups(X[0], config.collapse_tol)
+        k = first.size
+        sub = config if k == config.n else config.replace(
+            n=k, masses=tuple(collapse.weighted(masses, labels, k)), init="array",
+            observables=("order",),
+            # the cheaper summation for k groups (both exact to tol)
+            summation="auto" if config.summation == "spectral" else config.summation)
+        problem = dataclasses.replace(
+            build_problem(sub, X[:, first]), positions0=X,
+            to_positions=lambda state, labels=labels: state[:, labels])
+        regrouped = False
+        for fr in integrate(problem, config.integrator, times, observers, start=start,
+                            start_step=step, step_counts=step_counts, **options):
+            yield fr
+            if fr.index > start and k > 1 and collapse.groups(
+                    fr.positions[0], config.collapse_tol)[1].size < k:
+                X, start, step = fr.positions.reshape(X.shape), fr.index, fr.step
+                if "accepted_steps" in fr.observables:
+                    step_counts = np.stack([fr.observables["accepted_steps"],
+                                            fr.observables["rejected_steps"]], axis=1)
+                regrouped = True
+                break
+        if not regrouped:
+            return
 
 
 def integrate(

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from particles.observables import spectral_energy
 from particles.observables.base import Context, Observer
 from particles.observables.energy import (
     DEFAULT_ENERGY,
@@ -102,6 +103,10 @@ ALL_OBSERVERS: dict[str, Observer] = {o.name: o for o in (
              "O(n^2)", NAMES, pairwise_observer, setup=_energy_setup),
     Observer("order", "order parameter and mean inner product (from the token sums)",
              "O(n)", ("order_parameter", "mean_inner_product"), order_observer),
+    Observer("spectral_energy", "energy and normalised energy through the spectral series "
+             "(zonal kernels on the circle and S^2, beta > 0)", "O(n)",
+             ("energy", "energy_normalized"), spectral_energy.compute,
+             setup=spectral_energy.setup),
     Observer("close_pairs", "pairs closer than 1 - delta in inner product, per delta",
              "O(n^2)", ("pair_counts",), pair_observer, settings=("deltas",), per_run=False),
     Observer("clusters", "clusters of the components detector at linking distance eps",
@@ -127,12 +132,15 @@ def default_observers(n: int, d: int, beta: float,
     ``("pairwise",)`` when ``n <= PAIRWISE_DEFAULT_MAX_N`` (``SPECTRAL_PAIRWISE_MAX_N``
     with the spectral summation, whose O(n K) steps an O(n^2) observer would
     undo), or on the circle at ``beta = 0`` (``d = 2``, where the pairwise set
-    costs O(n log n)); ``("order",)`` (O(n)) otherwise.  Ask for ``pairwise``
-    to record the energy of a larger run.
+    costs O(n log n)); ``("order",)`` (O(n)) otherwise, with the energy
+    through the spectral series (``spectral_energy``, O(n K)) for spectral runs.
+    Ask for ``pairwise`` to record the energy of a larger direct run.
     """
     cap = SPECTRAL_PAIRWISE_MAX_N if summation == "spectral" else PAIRWISE_DEFAULT_MAX_N
     if n <= cap or (d == 2 and beta == 0.0):
         return ("pairwise",)
+    if summation == "spectral" and beta > 0:
+        return ("order", "spectral_energy")
     return ("order",)
 
 

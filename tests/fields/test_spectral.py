@@ -161,8 +161,29 @@ def test_auto_picks_by_cost_and_the_choice_is_recorded():
 def test_no_quadratic_observer_by_default_on_large_spectral_runs():
     """An O(n^2) observer at every frame would undo the O(n K) steps."""
     assert SimulationConfig(n=4000, d=2, beta=9.0).observables == ("pairwise",)
-    assert SimulationConfig(n=4000, d=2, beta=9.0, summation="spectral").observables == ("order",)
+    assert SimulationConfig(n=4000, d=2, beta=9.0, summation="spectral").observables == (
+        "order", "spectral_energy")
     assert SimulationConfig(n=100, d=3, beta=9.0, summation="spectral").observables == ("pairwise",)
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_the_energy_through_the_series_equals_the_pair_sum(d):
+    """spectral_energy against the pairwise pass: edp, rbf, masses, clustered tokens,
+    beta up to 700 (O(n K) against O(n^2))."""
+    from particles.observables import observation
+
+    rng = np.random.default_rng(8)
+    n = 300
+    for beta, kw in ((3.0, {}), (2.0, dict(kernel="rbf", tau=1.5)),
+                     (9.0, dict(masses=tuple(rng.uniform(0.5, 2, n)))), (700.0, {})):
+        X = np.stack(list(_configurations(rng, n, d).values()))
+        spec = SimulationConfig(n=n, d=d, beta=beta, observables=("spectral_energy",), **kw)
+        got = observation(("spectral_energy",), spec)(X)
+        ref = observation(("pairwise",), SimulationConfig(n=n, d=d, beta=beta, **kw))(X)
+        for name in ("energy", "energy_normalized"):
+            np.testing.assert_allclose(got[name], ref[name], rtol=TOL, atol=0)
+    with pytest.raises(ConfigError, match="spectral_energy"):
+        SimulationConfig(n=8, d=4, beta=1.0, observables=("spectral_energy",))
 
 
 @pytest.mark.parametrize("d,integrator,extra", [

@@ -23,10 +23,11 @@ from particles.observables import (
 
 
 def test_registry_entries_describe_themselves():
-    assert set(OBSERVERS) == {"pairwise", "order"}
+    assert set(OBSERVERS) == {"pairwise", "order", "spectral_energy"}
     assert OBSERVERS["pairwise"].datasets == NAMES and OBSERVERS["pairwise"].cost == "O(n^2)"
-    assert OBSERVERS["order"].cost == "O(n)"
-    assert set(OBSERVERS["order"].datasets) <= set(NAMES)
+    for name in ("order", "spectral_energy"):
+        assert OBSERVERS[name].cost == "O(n)"
+        assert set(OBSERVERS[name].datasets) <= set(NAMES)
 
 
 def test_default_rule():

@@ -1,0 +1,76 @@
+"""The second time scale: a metastable run to T = 1e4 and 1e6, direct against fast paths.
+
+Circle, SA, beta = 9, n = 1000 tokens from a uniform start, dopri5 at rtol
+1e-8, 100 log-spaced save times: the direct method (``summation="direct"``,
+``collapse_tol=0``) and the fast paths (``summation="auto"``, which picks the
+spectral sums, and collapsed clusters, the default) side by side in one run,
+each after a warm-up run that compiles (or loads) its kernels.  The table
+gives wall seconds, steps, the cluster counts of every save time compared,
+and the times at which the count drops (merges, at the resolution of the save
+grid) compared; then the fast run to T = 1e6.
+
+Usage::
+
+    python benchmarks/bench_longrun.py          # about two minutes
+    python benchmarks/bench_longrun.py --n 300  # a smaller system
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from particles import simulate
+from particles.analysis.clusters import detect
+from particles.machine import vector_width
+
+
+def run(n: int, T: float, frames: int, **kw):
+    """A timed run (after a short warm-up with the same kernels) and its cluster counts."""
+    common = dict(integrator="dopri5", rtol=1e-8, seed=1, observables=("order",), **kw)
+    simulate(n, 2, 9.0, T=1.0, save_times="log:0.01:1:3", **common)
+    t = time.perf_counter()
+    tr = simulate(n, 2, 9.0, T=T, save_times=f"log:0.01:{T:g}:{frames}", **common)
+    wall = time.perf_counter() - t
+    counts = detect(tr.positions, eps=0.05)[1]
+    return wall, int(tr.observables["accepted_steps"][-1]), tr.times, counts
+
+
+def drops(times: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Save times at which the cluster count fell (after the clusters formed)."""
+    formed = int(np.argmax(counts <= counts[-1] + 10))
+    idx = np.flatnonzero(np.diff(counts[formed:]) < 0) + formed + 1
+    return times[idx]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--frames", type=int, default=100)
+    args = parser.parse_args()
+    print(f"CPU vector width {vector_width()} bits; circle, SA, beta 9, n {args.n}, "
+          f"dopri5 rtol 1e-8, {args.frames} log-spaced frames\n")
+    slow = run(args.n, 1e4, args.frames, summation="direct", collapse_tol=0.0)
+    fast = run(args.n, 1e4, args.frames, summation="auto")
+    print("| run | T | wall s | accepted steps | final clusters |")
+    print("|---|---|---|---|---|")
+    for name, r in (("direct", slow), ("spectral + collapsed", fast)):
+        print(f"| {name} | 1e4 | {r[0]:.2f} | {r[1]} | {r[3][-1]} |")
+    longer = run(args.n, 1e6, int(args.frames * 1.5), summation="auto")
+    print(f"| spectral + collapsed | 1e6 | {longer[0]:.2f} | {longer[1]} | {longer[3][-1]} |")
+    same = np.array_equal(slow[3], fast[3])
+    a, b = drops(slow[2], slow[3]), drops(fast[2], fast[3])
+    print(f"\nspeed-up at T = 1e4: {slow[0] / fast[0]:.0f}x; cluster counts equal at every "
+          f"save time: {same}")
+    if a.size == b.size:
+        worst = np.max(np.abs(a - b) / a) if a.size else 0.0
+        print(f"merge times (save-grid resolution): {a.size} in both, largest relative "
+              f"difference {worst:.2%}")
+    else:
+        print(f"merge times: {a.size} direct, {b.size} fast: {a} vs {b}")
+
+
+if __name__ == "__main__":
+    main()
