@@ -19,9 +19,16 @@ Three ways to cut tokens into clusters (:data:`METHODS`):
     least one merge (it cannot tell n well-separated singletons from
     structure), so use it on clustered states, not on the first frames.
 
-Labels number the clusters of each system ``0 .. k-1`` in order of their
-first token.  Sizes and centres of a stack of systems are padded to the
-largest k (sizes with 0, centres with NaN).
+Every method is followed by the spread rule
+(:mod:`particles.observables.spread`): a system one of whose linked groups
+spans more than 90 degrees (two of its tokens with ``<x_i, x_j> < 0``) is
+*spread*, not clustered, and its count is 0.  A uniform state at large n on
+the circle is such a system: one chain of eps-links round the circle.
+
+Labels number the linked groups of each system ``0 .. k-1`` in order of
+their first token (a spread system keeps them, with count 0).  Sizes and
+centres of a stack of systems are padded to the largest k (sizes with 0,
+centres with NaN).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import numpy as np
 
 from particles.analysis._base import Compute, as_tokens, result
 from particles.analysis.components import DEFAULT_EPS, component_labels
+from particles.observables.spread import wide_systems
 
 
 @dataclass(frozen=True)
@@ -219,7 +227,7 @@ def detect(
     method: str = "components",
     floor: float = DEFAULT_FLOOR,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Labels and counts of a stack of systems.
+    """Labels and counts of a stack of systems, the spread rule applied.
 
     Parameters
     ----------
@@ -231,9 +239,13 @@ def detect(
     Returns
     -------
     labels : ndarray of int64, shape (m, n)
+        The linked groups of the method.
     counts : ndarray of int64, shape (m,)
+        Their number, or 0 for a spread system (a group wider than 90
+        degrees, :mod:`particles.observables.spread`).
     """
-    return METHODS[method].detect(x, eps, floor)
+    labels, counts = METHODS[method].detect(x, eps, floor)
+    return labels, np.where(wide_systems(x, labels), 0, counts).astype(np.int64)
 
 
 def check_method(eps: float | None, method: str) -> float | None:
@@ -306,25 +318,32 @@ class ClusterDetector(Compute):
         centers = np.full((flat.shape[0], kmax, d), np.nan)
         for s in range(flat.shape[0]):
             k = int(counts[s])
-            sizes[s, :k], centers[s, :k] = cluster_sizes_centers(flat[s], labels[s], k)
+            if k:  # a spread system (count 0) has no clusters to describe
+                sizes[s, :k], centers[s, :k] = cluster_sizes_centers(flat[s], labels[s], k)
         if not lead:
             k = int(counts[0])
-            self._set(labels=labels[0], num_clusters=k, sizes=sizes[0, :k], centers=centers[0, :k])
+            self._set(labels=labels[0], num_clusters=k, sizes=sizes[0, :k], centers=centers[0, :k],
+                      spread=bool(counts[0] == 0))
         else:
             self._set(
                 labels=labels.reshape(*lead, n),
                 num_clusters=counts.reshape(lead),
                 sizes=sizes.reshape(*lead, kmax),
                 centers=centers.reshape(*lead, kmax, d),
+                spread=(counts == 0).reshape(lead),
             )
         return self
 
     labels = result(
         "labels",
         "Cluster label of each token, int64 array of shape (n,) or "
-        "(..., n); clusters numbered in order of their first token.",
+        "(..., n); clusters numbered in order of their first token (a spread "
+        "system: its linked groups).",
     )
-    num_clusters = result("num_clusters", "Number of clusters: int, or int64 array (...).")
+    num_clusters = result("num_clusters", "Number of clusters: int, or int64 array (...); "
+                          "0 for a spread system.")
+    spread = result("spread", "Whether the system is spread (a linked group wider than 90 "
+                    "degrees, no clusters): bool, or bool array (...).")
     sizes = result("sizes", "Tokens per cluster, int64 shape (k,) or (..., kmax) padded with 0.")
     centers = result(
         "centers", "Normalised cluster means, shape (k, d) or (..., kmax, d) padded with NaN."

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from particles.display import time_text
+
 #: default quantile levels of the ensemble tables.
 DEFAULT_LEVELS = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -160,8 +162,9 @@ class EnsembleStats:
     levels : ndarray, shape (q,)
         Quantile levels.
     count_quantiles : ndarray of int64, shape (frames, q)
-        Quantiles of the cluster count per frame (values the ensemble takes:
-        the inverted empirical CDF, so medians stay integers).
+        Quantiles of the cluster count per frame over the systems that are
+        not spread (values the ensemble takes: the inverted empirical CDF, so
+        medians stay integers); 0 where every system is spread.
     formation : SurvivalCurve
         Time to formation, every system (not formed: censored at the end).
     first_merge : SurvivalCurve
@@ -195,9 +198,11 @@ class EnsembleStats:
         return self.first_merge.quantile(self.levels)
 
     def distribution_line(self, frame: int) -> str:
-        """``"2:5 3:1"``: systems (after the colon) with each count at one frame."""
+        """``"2:5 3:1"``: systems (after the colon) with each count at one frame
+        (``spread:4`` for the spread ones)."""
         row = self.count_systems[frame]
-        return " ".join(f"{k}:{m}" for k, m in zip(self.count_values, row, strict=True) if m)
+        return " ".join(f"{'spread' if k == 0 else k}:{m}"
+                        for k, m in zip(self.count_values, row, strict=True) if m)
 
     def table(self, times: np.ndarray | None = None) -> str:
         """Plain-text quantile and survival tables.
@@ -218,7 +223,7 @@ class EnsembleStats:
         f, m = self.formation, self.first_merge
         lines = [
             f"time-scale quantiles over {self.batch} systems (Kaplan-Meier; not seen by "
-            f"t={T:.4g}: censored there)",
+            f"t={time_text(T)}: censored there)",
             f"{'':<13}{head}",
             f"{'formation':<13}{row(self.formation_quantiles)}"
             f"   censored {f.censored} of {f.systems} (not formed)",
@@ -239,7 +244,7 @@ class EnsembleStats:
             for t, v in zip(times, s, strict=True):
                 waiting = m.systems - int(m.events[m.times <= t].sum())
                 val = f"{v:>14.4f}" if np.isfinite(v) else f"{'-':>14}"
-                lines.append(f"{t:>12.4g}  {val}  {waiting:>12d}")
+                lines.append(f"{time_text(t):>12}  {val}  {waiting:>12d}")
         return "\n".join(lines)
 
 
@@ -278,6 +283,10 @@ def ensemble_stats(
     values = np.unique(counts).astype(np.int64)
     per = (counts[:, :, None] == values[None, None, :]).sum(axis=1).astype(np.int64)
     cq = np.quantile(counts, lv, axis=1, method="inverted_cdf").T.astype(np.int64)
+    for fr in np.flatnonzero(np.any(counts == 0, axis=1)):
+        # spread systems have no count: quantiles over the others (0: all spread)
+        have = counts[fr][counts[fr] != 0]
+        cq[fr] = np.quantile(have, lv, method="inverted_cdf") if have.size else 0
     form = np.asarray(formation_time, dtype=np.float64)
     merge = np.asarray(first_merge_time, dtype=np.float64)
     end = float(times[-1]) if times.size else 0.0

@@ -27,7 +27,9 @@ Long-lived
     unchanged over at least a factor 10 in time).  A censored plateau counts
     when its observed length already reaches ``min_decades``.
 Formation time (fast scale)
-    The start of the first long-lived plateau (NaN if there is none).
+    The start of the first long-lived plateau of clusters (NaN if there is
+    none).  A plateau of count 0 is a spread state (no clusters, the rule of
+    :mod:`particles.observables.spread`): however long, it is no formation.
 First merge time (slow scale)
     The end of that plateau, if it is not censored (NaN otherwise: no merge
     was seen after the clusters formed).
@@ -95,7 +97,7 @@ class Timescales:
     ----------
     system : int
     formation_time : float
-        Start of the first long-lived plateau (NaN: none).
+        Start of the first long-lived plateau of clusters, count >= 1 (NaN: none).
     first_merge_time : float
         End of that plateau (NaN: no merge after formation, or no formation).
     clusters_formed : int
@@ -194,7 +196,8 @@ def find_timescales(plateaus: list[Plateau], system: int = 0) -> Timescales:
     -------
     Timescales
     """
-    first = next((k for k, p in enumerate(plateaus) if p.long_lived), None)
+    # a long-lived spread plateau (count 0) is no formation
+    first = next((k for k, p in enumerate(plateaus) if p.long_lived and p.count > 0), None)
     if first is None:
         return Timescales(system, float("nan"), float("nan"), 0, (), ())
     p = plateaus[first]

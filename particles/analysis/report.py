@@ -8,12 +8,12 @@ file and stores the results in the ``/analysis`` group of its sidecar file
 File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
 ``batch`` axes are absent for a single system)::
 
-    /analysis                      attrs: format_version, created_by, eps (NaN for
+    /analysis                      attrs: format_version (2), created_by, eps (NaN for
                                    method "gap"), method, min_decades, time_unit,
                                    floor, bins, delta, span_tol, beta, batch (0: one
                                    system), n, d
       time                         (frames,)            float64
-      cluster_count                (frames[, batch])    int64
+      cluster_count                (frames[, batch])    int64, 0: spread (no clusters)
       labels                       (frames[, batch], n) int32, persistent cluster ids
       scalars/<name>               (frames[, batch])    energy, energy_normalized,
                                    order_parameter, min_inner_product,
@@ -41,10 +41,13 @@ File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
                                    P(T > t) just after each event time
         <curve>/{systems,censored} ()  systems in the curve, censored at the end
 
-The attribute ``model`` names the run's model ("" when unknown).  A frame whose
-single cluster spans more than 90 degrees (``cluster_count == 1`` and
-``min_inner_product < 0``) is a *spread* population, not a cluster (an
-incoherent Kuramoto population): the summary says so and shows ``r``.
+The attribute ``model`` names the run's model ("" when unknown).  A frame with
+a linked group spanning more than 90 degrees is a *spread* population, not a
+cluster (a uniform state, an incoherent Kuramoto population; the rule of
+:mod:`particles.observables.spread`): its ``cluster_count`` is 0, and the
+summary prints ``spread`` with ``r``.  Files of format_version 1 stored such a
+frame as 1 cluster when it was one group; :func:`read_analysis` reads them with
+the rule of the time (``cluster_count == 1`` and ``min_inner_product < 0``).
 
 The file I/O is :mod:`particles.io.analysis`.  The sidecar is replaced
 atomically: it is written under a temporary name, read back and only then
@@ -75,11 +78,12 @@ from particles.analysis.merges import (
 )
 from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL, Scalars
 from particles.analysis.tracking import MergeEvent, SplitEvent
+from particles.display import time_text, value_text
 from particles.io.analysis import ANALYSIS_GROUP, read_analysis_group, write_analysis_group
 from particles.version import __version__
 
-#: version of the /analysis layout above.
-FORMAT_VERSION = 1
+#: version of the /analysis layout above (2: spread frames count 0).
+FORMAT_VERSION = 2
 
 _MERGE_COLUMNS = ("system", "frame", "time", "into", "absorbed", "size_into", "size_absorbed")
 _SPLIT_COLUMNS = ("system", "frame", "time", "parent", "child", "size")
@@ -143,17 +147,14 @@ class AnalysisResult:
 
     @property
     def spread(self) -> np.ndarray:
-        """Frames (and systems) whose one cluster spans more than 90 degrees.
+        """Frames (and systems) that are spread, not clustered: count 0.
 
-        True where ``counts == 1`` and ``min_inner_product < 0``: the tokens
-        form one chain-linked component around the sphere (e.g. an
-        incoherent Kuramoto population), not a cluster.  Shape of
-        :attr:`counts`; all False when the scalar is missing.
+        A linked group of tokens spans more than 90 degrees (e.g. a uniform
+        state at large n, an incoherent Kuramoto population chained round
+        the circle; :mod:`particles.observables.spread`).  Shape of
+        :attr:`counts`.
         """
-        mip = self.scalars.get("min_inner_product")
-        if mip is None:
-            return np.zeros(np.shape(self.counts), dtype=bool)
-        return (np.asarray(self.counts) == 1) & (np.asarray(mip) < 0)
+        return np.asarray(self.counts) == 0
 
     def ensemble(self, levels: Any = None) -> EnsembleStats | None:
         """Cluster-count distribution, time-scale quantiles and survival curves.
@@ -281,8 +282,9 @@ class AnalysisResult:
         quantiles of the formation and first-merge times (censored systems
         counted) and the survival curve ``P(T_merge > t)``
         (:meth:`ensemble`).  The order parameter ``r`` is shown next to the
-        counts; a frame whose one cluster spans more than 90 degrees is
-        printed as ``spread`` (:attr:`spread`), not as one cluster.
+        counts.  A spread frame (count 0, :attr:`spread`) is printed as
+        ``spread``, not as a count, and is left out of an ensemble's count
+        statistics.
 
         Parameters
         ----------
@@ -297,11 +299,12 @@ class AnalysisResult:
         batch = self.batch
         model = f"{info['model']}  " if info.get("model") else ""
         ens = f"  batch={batch}" if batch is not None else ""
-        eps = "largest gap" if s["method"] == "gap" else f"eps={s['eps']:g} rad"
+        eps = "largest gap" if s["method"] == "gap" else f"eps={value_text(s['eps'])} rad"
         lines.append(
-            f"{src}{model}n={info.get('n')}  d={info.get('d')}  beta={info.get('beta'):g}"
-            f"{ens}  frames={self.times.size}  t=[{self.times[0]:g}, "
-            f"{self.times[-1]:g}]  clusters: {eps} ({s['method']})"
+            f"{src}{model}n={info.get('n')}  d={info.get('d')}  "
+            f"beta={value_text(info.get('beta'))}{ens}  frames={self.times.size}  "
+            f"t=[{time_text(self.times[0])}, {time_text(self.times[-1])}]  clusters: {eps} "
+            f"({s['method']})"
         )
         lines.append("")
         table_times = self.default_table_times() if times is None else times
@@ -315,7 +318,7 @@ class AnalysisResult:
             for t, c, f in zip(ft, fc, idx, strict=True):
                 shown = "spread" if spread[f] else f"{int(c)}"
                 rr = f"  {float(r[f]):>7.4f}" if r is not None else ""
-                lines.append(f"{t:>12.4g}  {shown:>8}{rr}")
+                lines.append(f"{time_text(t):>12}  {shown:>8}{rr}")
         else:
             st = self.ensemble()
             lines.append(
@@ -332,48 +335,51 @@ class AnalysisResult:
                     np.quantile(c, level, method="inverted_cdf"))
 
             for t, c, f in zip(ft, fc, idx, strict=True):
-                rr = f"  {float(np.mean(r[f])):>7.4f}" if r is not None else ""
+                have = c[c != 0]  # spread systems have no count
+                if have.size:
+                    row = (f"{time_text(t):>12}  {have.mean():>6.3g}  {have.min():>4d}  "
+                           f"{q(f, 0.25, have):>4d}  {q(f, 0.5, have):>4d}  "
+                           f"{q(f, 0.75, have):>4d}  {have.max():>4d}")
+                else:
+                    row = f"{time_text(t):>12}  {'spread':>6}  " + "  ".join(["   -"] * 5)
+                row += f"  {float(np.mean(r[f])):>7.4f}" if r is not None else ""
                 sp = int(spread[f].sum())
                 note = f"  ({sp} spread)" if sp else ""
-                lines.append(
-                    f"{t:>12.4g}  {c.mean():>6.3g}  {c.min():>4d}  {q(f, 0.25, c):>4d}  "
-                    f"{q(f, 0.5, c):>4d}  {q(f, 0.75, c):>4d}  {c.max():>4d}{rr}   "
-                    f"{st.distribution_line(f)}{note}"
-                )
+                lines.append(f"{row}   {st.distribution_line(f)}{note}")
         lines.append("")
         lines.append(
-            f"time scales (long-lived plateau: >= {s['min_decades']:g} decade(s) of "
-            f"time, measured from max(start, {s['time_unit']:g}))"
+            f"time scales (long-lived plateau: >= {value_text(s['min_decades'])} decade(s) of "
+            f"time, measured from max(start, {value_text(s['time_unit'])}))"
         )
         if batch is not None:
             lines.append(self.ensemble().table())
             lines.append("")
             lines.append("per system:")
         shown = self.timescales if batch is None else self.timescales[:20]
+        last = self.times.size - 1
         for ts in shown:
             who = "" if batch is None else f"system {ts.system}: "
             if np.isnan(ts.formation_time):
-                lines.append(f"  {who}no long-lived plateau (clusters not formed)")
-                continue
-            f0 = int(np.searchsorted(self.times, ts.formation_time))
-            sp = spread[f0] if batch is None else spread[f0, ts.system]
-            if sp:
-                rr = "" if r is None else (
-                    f", r={float(r[f0] if batch is None else r[f0, ts.system]):.3g}")
-                lines.append(
-                    f"  {who}no clusters: from t={ts.formation_time:.4g} the tokens form one "
-                    f"component spanning more than 90 degrees (spread population{rr})"
-                )
+                sp = spread[last] if batch is None else spread[last, ts.system]
+                if sp:
+                    rr = "" if r is None else (
+                        f", r={float(r[last] if batch is None else r[last, ts.system]):.3g}")
+                    lines.append(
+                        f"  {who}no clusters formed: at the end a linked group of tokens spans "
+                        f"more than 90 degrees (spread population{rr})"
+                    )
+                else:
+                    lines.append(f"  {who}no long-lived plateau (clusters not formed)")
                 continue
             if np.isnan(ts.first_merge_time):
                 merge = "no merge after formation"
             else:
-                merge = f"first merge {ts.first_merge_time:.4g}"
+                merge = f"first merge {time_text(ts.first_merge_time)}"
                 if np.isfinite(ts.separation):
                     merge += f" ({ts.separation:.2f} decades later)"
             k = ts.clusters_formed
             lines.append(
-                f"  {who}formation time {ts.formation_time:.4g} "
+                f"  {who}formation time {time_text(ts.formation_time)} "
                 f"({k} cluster{'s' if k != 1 else ''}); {merge}"
             )
         if batch is not None and len(self.timescales) > len(shown):
@@ -412,7 +418,7 @@ class AnalysisResult:
             gone = ",".join(map(str, ev.absorbed))
             sizes = " + ".join(map(str, ev.sizes))
             lines.append(
-                f"  t={ev.time:<10.4g}{who}  {ev.into} <- {gone:<8}  "
+                f"  t={time_text(ev.time):<10}{who}  {ev.into} <- {gone:<8}  "
                 f"sizes {sizes} = {ev.size_after}  {phase(ev)}"
             )
         if len(shown_merges) > max_merges:
@@ -631,6 +637,10 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
     counts = stored.datasets["cluster_count"]
     labels = stored.datasets["labels"]
     scalars = stored.group("scalars")
+    if int(a.get("format_version", 1)) < 2 and "min_inner_product" in scalars:
+        # format 1 counted one linked group spanning more than 90 degrees as one
+        # cluster: read it with the spread rule of today (count 0)
+        counts = np.where((counts == 1) & (scalars["min_inner_product"] < 0), 0, counts)
     edges = stored.datasets["histogram/bin_edges"]
     hist = stored.datasets["histogram/counts"]
     eps = float(a["eps"])

@@ -11,9 +11,13 @@ pair_fraction          (*grid, time, delta)           mean over systems of the f
                                                       of pairs i < j with
                                                       ``<x_i, x_j> > 1 - delta``
 cluster_distribution   (*grid, time, clusters)        fraction of systems with k clusters
-cluster_mean           (*grid, time)                  mean cluster count
-cluster_quantile       (*grid, time, quantile)        quantiles of the count (values the
-                                                      ensemble takes, inverted CDF)
+spread_fraction        (*grid, time)                  fraction of systems spread (no
+                                                      clusters: count 0)
+cluster_mean           (*grid, time)                  mean cluster count of the systems
+                                                      not spread (NaN: all spread)
+cluster_quantile       (*grid, time, quantile)        quantiles of the count of the systems
+                                                      not spread (values the ensemble
+                                                      takes, inverted CDF; NaN: all spread)
 energy_mean            (*grid, time)                  mean energy (the ``energy`` observable)
 order_parameter_mean   (*grid, time)                  mean ``r = |mean_i x_i|``
 formation_time         (*grid, quantile)              Kaplan-Meier quantiles
@@ -23,7 +27,10 @@ first_merge_censored   (*grid)                        formed, no merge by T
 single_cluster_time    (*grid, system)                first time with one cluster (inf)
 =====================  =============================  ===============================
 
-Formation and first merge follow :mod:`particles.analysis.ensemble`
+A count of 0 is a spread system (a linked group wider than 90 degrees, no
+clusters: :mod:`particles.observables.spread`); the distribution's rows and
+``spread_fraction`` sum to 1.  Formation and first merge follow
+:mod:`particles.analysis.ensemble`
 (:func:`~particles.analysis.ensemble.ensemble_stats`: formation over every
 system, first merge over the systems that formed).
 """
@@ -40,6 +47,7 @@ __all__ = ["STATS", "aggregate_point"]
 STATS: dict[str, tuple[str, ...]] = {
     "pair_fraction": ("time", "delta"),
     "cluster_distribution": ("time", "clusters"),
+    "spread_fraction": ("time",),
     "cluster_mean": ("time",),
     "cluster_quantile": ("time", "quantile"),
     "energy_mean": ("time",),
@@ -90,11 +98,18 @@ def aggregate_point(systems: dict[str, np.ndarray], *, n: int, times: np.ndarray
     def finite(q: np.ndarray) -> np.ndarray:
         return np.where(np.isnan(q), np.inf, q)
 
+    clustered = counts != 0  # spread systems (count 0) have no cluster count
+    have = clustered.sum(axis=0)
+    mean = np.full(counts.shape[1], np.nan)
+    np.divide(np.where(clustered, counts, 0).sum(axis=0), have, out=mean, where=have > 0)
+    quantiles = es.count_quantiles.astype(np.float64)
+    quantiles[have == 0] = np.nan
     return {
         "pair_fraction": pair_fraction,
         "cluster_distribution": distribution,
-        "cluster_mean": counts.mean(axis=0),
-        "cluster_quantile": es.count_quantiles.astype(np.float64),
+        "spread_fraction": (runs - have) / runs,
+        "cluster_mean": mean,
+        "cluster_quantile": quantiles,
         "energy_mean": np.asarray(systems["energy"], dtype=np.float64).mean(axis=0),
         "order_parameter_mean": np.asarray(systems["order_parameter"],
                                            dtype=np.float64).mean(axis=0),

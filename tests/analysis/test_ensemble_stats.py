@@ -117,5 +117,5 @@ def test_ensemble_median_formation_counts_the_systems_that_never_formed(tmp_path
     assert np.isnan(a.timescales[1].formation_time) and np.isnan(a.timescales[2].formation_time)
     fig = make_figure(spread, "clusters", analysis=a)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "median formation > 1e+03 (2 of 3 not formed)" in labels
+    assert "median formation > 1000 (2 of 3 not formed)" in labels
     assert not any(lab.startswith("median formation t=") for lab in labels)
