@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import click
+import numpy as np
 
 from particles.display import time_text, value_text
 from particles.errors import SweepError
@@ -97,6 +98,21 @@ def _values(values) -> str:
     return f"{len(values)} values, {values[0]} .. {values[-1]}"
 
 
+def _merge_line(path: Path) -> str | None:
+    """The risk set of the first merges of a finished sweep, over every grid point."""
+    from particles.io.sweep import open_sweep, read_stats
+
+    with open_sweep(path) as f:
+        stats = read_stats(f)
+    if "first_merge_one_cluster" not in stats:  # a sweep of an older format
+        return None
+    one, censored, unformed = (int(np.sum(stats[k][0])) for k in (
+        "first_merge_one_cluster", "first_merge_censored", "formation_censored"))
+    return (f"merges       first-merge quantiles over the systems that formed 2+ clusters; "
+            f"{one} formed one cluster (nothing to merge), {censored} had no merge by T, "
+            f"{unformed} never formed (all grid points)")
+
+
 def sweep_info_lines(path: Path) -> list[str]:
     """The report of ``particles info`` for a sweep file (``particles sweep``)."""
     from particles.io.sweep import read_header
@@ -124,6 +140,7 @@ def sweep_info_lines(path: Path) -> list[str]:
         + (f", t = {time_text(t[0])} .. {time_text(t[-1])}" if len(t) else ""),
         f"statistics   deltas {', '.join(map(value_text, spec.deltas))}; cluster eps "
         f"{value_text(spec.eps)}; positions {'stored' if h.positions else 'not stored'}",
+        *([line] if (line := _merge_line(path) if h.complete else None) else []),
         "fixed",
         *(f"  {k.ljust(width)}  {_describe(k, v)}" for k, v in fixed.items()),
     ]

@@ -32,7 +32,9 @@ Formation time (fast scale)
     :mod:`particles.observables.spread`): however long, it is no formation.
 First merge time (slow scale)
     The end of that plateau, if it is not censored (NaN otherwise: no merge
-    was seen after the clusters formed).
+    was seen after the clusters formed).  A system whose clusters formed as
+    one cluster has nothing left to merge: ensemble statistics leave it out
+    of the first-merge risk set (:mod:`particles.analysis.ensemble`).
 Metastable plateaus and slow merges
     The plateaus from the formation time on, and the merge events after it.
 """

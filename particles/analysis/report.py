@@ -36,10 +36,12 @@ File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
         levels                     (q,)                 quantile levels
         count_quantiles            (frames, q)          cluster-count quantiles
         formation_quantiles        (q,)  Kaplan-Meier, NaN: beyond the run
-        first_merge_quantiles      (q,)  over the systems that formed
+        first_merge_quantiles      (q,)  over the systems that formed 2+ clusters
         <curve>/{time,survival,at_risk,events}  curve = formation, first_merge:
                                    P(T > t) just after each event time
         <curve>/{systems,censored} ()  systems in the curve, censored at the end
+        first_merge/one_cluster    ()  systems that formed one cluster (not at risk)
+        not_formed                 ()  systems without a formation time
 
 The attribute ``model`` names the run's model ("" when unknown).  A frame with
 a linked group spanning more than 90 degrees is a *spread* population, not a
@@ -177,6 +179,7 @@ class AnalysisResult:
             self.counts,
             np.array([t.formation_time for t in self.timescales]),
             np.array([t.first_merge_time for t in self.timescales]),
+            clusters_formed=np.array([t.clusters_formed for t in self.timescales]),
             **extra,
         )
 
@@ -372,7 +375,8 @@ class AnalysisResult:
                     lines.append(f"  {who}no long-lived plateau (clusters not formed)")
                 continue
             if np.isnan(ts.first_merge_time):
-                merge = "no merge after formation"
+                merge = ("one cluster: nothing to merge" if ts.clusters_formed == 1
+                         else "no merge after formation")
             else:
                 merge = f"first merge {time_text(ts.first_merge_time)}"
                 if np.isfinite(ts.separation):
@@ -619,6 +623,8 @@ def _ensemble_datasets(st: EnsembleStats) -> dict[str, np.ndarray]:
         out[f"ensemble/{name}/events"] = curve.events
         out[f"ensemble/{name}/systems"] = np.int64(curve.systems)
         out[f"ensemble/{name}/censored"] = np.int64(curve.censored)
+    out["ensemble/first_merge/one_cluster"] = np.int64(st.one_cluster)
+    out["ensemble/not_formed"] = np.int64(st.not_formed)
     return out
 
 

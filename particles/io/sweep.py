@@ -80,8 +80,8 @@ __all__ = ["FORMAT", "KIND", "SWEEP", "SweepHeader", "SweepLayout", "SweepWriter
 KIND = "sweep"
 
 #: version of the ``/sweep`` layout above (2: a spread system counts 0
-#: clusters, where format 1 counted its one linked group as 1; the statistic
-#: spread_fraction).
+#: clusters, where format 1 counted its one linked group as 1; the statistics
+#: spread_fraction and first_merge_one_cluster).
 FORMAT = 2
 
 #: per-system datasets with a frame axis (name -> extra axes after the frame axis).

@@ -96,6 +96,8 @@ _LABELS = {
     "cluster_mean": "mean cluster count",
     "cluster_quantile": "cluster count",
     "cluster_distribution": "fraction of systems",
+    "spread_fraction": "fraction of systems spread (no clusters)",
+    "first_merge_one_cluster": "systems that formed one cluster",
     "energy_mean": "mean energy",
     "order_parameter_mean": "order parameter r",
     "formation_time": "formation time",

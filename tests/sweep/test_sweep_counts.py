@@ -1,7 +1,7 @@
 """A sweep's ensemble statistics against a direct count of clusters per system
-(issue 28, item 2): the stored positions of every system are counted here
-with SciPy and NumPy, and the spread states of the sweep file must follow
-from those counts."""
+(issue 28, items 1 and 2): the stored positions of every system are counted
+here with SciPy and NumPy, and the time scales, the first-merge risk set and
+the spread states of the sweep file must follow from those counts."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 from clitools import invoke, ok
 from scipy.sparse.csgraph import connected_components
 
+from particles.analysis.merges import find_plateaus, find_timescales
 from particles.sweep import load
 
 EPS = 0.05
@@ -22,6 +23,53 @@ def direct_count(x: np.ndarray, eps: float = EPS) -> int:
     k, labels = connected_components(g > np.cos(eps), directed=False)
     same = labels[:, None] == labels[None, :]
     return 0 if np.any(same & (g < 0)) else int(k)
+
+
+def first_merge_quantile(durations: list[float], q: float) -> float:
+    """Quantile of first-merge times censored only at the end (NaN: not seen):
+    the first event time at which the fraction of merged systems reaches q."""
+    events = np.sort([t for t in durations if np.isfinite(t)])
+    for m, t in enumerate(events, start=1):
+        if m / len(durations) >= q - 1e-12:
+            return float(t)
+    return np.inf
+
+
+def test_systems_that_formed_one_cluster_leave_the_first_merge_risk_set(tmp_path):
+    """The issue's `sweep --beta 2:8:7 --n 32 --runs 64 --T 1e5` made small: at
+    beta = 2 every system forms one cluster, which cannot merge; it is counted
+    as such, not as censored at T, and the first-merge quantiles come from the
+    systems that formed two or more."""
+    out = tmp_path / "m.h5"
+    ok(invoke("sweep", "--beta", "2,8", "--d", "2", "--n", "8", "--runs", "8",
+              "--integrator", "dopri5", "--rtol", "1e-6", "--T", "1e3",
+              "--save-times", "log:0.01:1e3:30", "--seed", "3", "--positions",
+              "--processes", "1", "--out", out))
+    ds = load(out)
+    with h5py.File(out, "r") as f:
+        positions = f["sweep/systems/positions"][()]  # (points, runs, F, n, d)
+    times = ds.time.values
+    seen_one = seen_risk = 0
+    for p, beta in enumerate(ds.beta.values):
+        counts = np.array([[direct_count(x) for x in system] for system in positions[p]])
+        stored = ds.sel(beta=beta)
+        with h5py.File(out, "r") as f:
+            assert np.array_equal(f["sweep/systems/cluster_count"][p], counts)
+        scales = [find_timescales(find_plateaus(times, c)) for c in counts]
+        one = sum(ts.clusters_formed == 1 for ts in scales)
+        risk = [ts.first_merge_time for ts in scales if ts.clusters_formed >= 2]
+        assert int(stored.first_merge_one_cluster) == one
+        assert int(stored.first_merge_censored) == sum(np.isnan(t) for t in risk)
+        expected = [first_merge_quantile(risk, q) if risk else np.nan
+                    for q in ds["quantile"].values]
+        np.testing.assert_array_equal(stored.first_merge_time.values, expected)
+        seen_one += one
+        seen_risk += len(risk)
+    # both cases are exercised: systems that formed one cluster, and systems at risk
+    assert seen_one > 0 and seen_risk > 0
+    result = invoke("info", out)
+    ok(result)
+    assert "formed one cluster" in result.output
 
 
 def test_a_uniform_state_is_spread_not_one_cluster(tmp_path):
