@@ -29,6 +29,10 @@ Labels number the linked groups of each system ``0 .. k-1`` in order of
 their first token (a spread system keeps them, with count 0).  Sizes and
 centres of a stack of systems are padded to the largest k (sizes with 0,
 centres with NaN).
+
+The mass-weighted count (:func:`mass_counts`) counts the clusters holding
+at least a fraction of the tokens' mass (:data:`DEFAULT_MASS_FRACTION`), so
+that a few stragglers between the clusters of a large system do not count.
 """
 
 from __future__ import annotations
@@ -94,6 +98,10 @@ METHODS: dict[str, ClusterMethod] = {m.name: m for m in (
 #: geodesic distances below this (radians) count as 0 in the "gap" method:
 #: tokens that coincide to rounding have arbitrary tiny distances.
 DEFAULT_FLOOR = 1e-10
+
+#: a cluster holding at least this fraction of the mass counts in the
+#: mass-weighted count (:func:`mass_counts`): 10 tokens of 1000.
+DEFAULT_MASS_FRACTION = 0.01
 
 
 def canonical_labels(labels: np.ndarray) -> tuple[np.ndarray, int]:
@@ -246,6 +254,48 @@ def detect(
     """
     labels, counts = METHODS[method].detect(x, eps, floor)
     return labels, np.where(wide_systems(x, labels), 0, counts).astype(np.int64)
+
+
+def mass_counts(
+    labels: np.ndarray,
+    counts: np.ndarray,
+    masses: np.ndarray | None = None,
+    fraction: float = DEFAULT_MASS_FRACTION,
+) -> np.ndarray:
+    """Clusters holding at least ``fraction`` of the tokens' mass, per system.
+
+    Parameters
+    ----------
+    labels : ndarray of int, shape (..., n)
+        Cluster ids of the tokens (any integers: :func:`detect`'s labels or
+        persistent ids).
+    counts : ndarray of int, shape (...)
+        The cluster counts (0: spread, whose mass count is 0 too).
+    masses : ndarray, shape (n,), optional
+        Token masses (default 1 each).
+    fraction : float in (0, 1]
+        A cluster counts when its mass is at least ``fraction`` times the
+        total (to a relative 1e-12, so 1 token of 20 is 5 %).
+
+    Returns
+    -------
+    ndarray of int64, shape (...)
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    lab = np.asarray(labels)
+    n = lab.shape[-1]
+    flat = lab.reshape(-1, n)
+    m = np.ones(n) if masses is None else np.asarray(masses, dtype=np.float64)
+    if m.shape != (n,):
+        raise ValueError(f"masses must have shape ({n},), got {m.shape}")
+    need = fraction * m.sum() * (1.0 - 1e-12)
+    out = np.empty(flat.shape[0], dtype=np.int64)
+    for r in range(flat.shape[0]):
+        inv = np.unique(flat[r], return_inverse=True)[1].ravel()
+        out[r] = int(np.sum(np.bincount(inv, weights=m) >= need))
+    out = out.reshape(lab.shape[:-1])
+    return np.where(np.asarray(counts) == 0, 0, out)
 
 
 def check_method(eps: float | None, method: str) -> float | None:

@@ -8,12 +8,17 @@ file and stores the results in the ``/analysis`` group of its sidecar file
 File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
 ``batch`` axes are absent for a single system)::
 
-    /analysis                      attrs: format_version (2), created_by, eps (NaN for
-                                   method "gap"), method, min_decades, time_unit,
-                                   floor, bins, delta, span_tol, beta, batch (0: one
-                                   system), n, d
+    /analysis                      attrs: format_version (2), created_by, eps (NaN
+                                   for method "gap"), method, min_decades, time_unit,
+                                   floor, bins, delta, span_tol, mass_fraction,
+                                   max_mode, beta, batch (0: one system), n, d
       time                         (frames,)            float64
       cluster_count                (frames[, batch])    int64, 0: spread (no clusters)
+      mass_count                   (frames[, batch])    int64, clusters holding at least
+                                                        mass_fraction of the mass
+      fourier/mode                 (frames[, batch])    int64, d = 2 only: dominant mode
+                                                        k of the empirical measure
+      fourier/modulus              (frames[, batch])    float64, its |c_k|
       labels                       (frames[, batch], n) int32, persistent cluster ids
       scalars/<name>               (frames[, batch])    energy, energy_normalized,
                                    order_parameter, min_inner_product,
@@ -50,6 +55,9 @@ cluster (a uniform state, an incoherent Kuramoto population; the rule of
 summary prints ``spread`` with ``r``.  Files of format_version 1 stored such a
 frame as 1 cluster when it was one group; :func:`read_analysis` reads them with
 the rule of the time (``cluster_count == 1`` and ``min_inner_product < 0``).
+The mass-weighted count and the Fourier mode are described in
+:func:`particles.analysis.clusters.mass_counts` and
+:mod:`particles.analysis.modes`.
 
 The file I/O is :mod:`particles.io.analysis`.  The sidecar is replaced
 atomically: it is written under a temporary name, read back and only then
@@ -68,6 +76,7 @@ from typing import Any
 
 import numpy as np
 
+from particles.analysis.clusters import DEFAULT_MASS_FRACTION, mass_counts
 from particles.analysis.components import DEFAULT_EPS
 from particles.analysis.ensemble import EnsembleStats, ensemble_stats
 from particles.analysis.histograms import DEFAULT_BINS, pair_histogram
@@ -78,13 +87,14 @@ from particles.analysis.merges import (
     Timescales,
     find_timescales,
 )
+from particles.analysis.modes import DEFAULT_MAX_MODE, fourier_modes
 from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL, Scalars
 from particles.analysis.tracking import MergeEvent, SplitEvent
 from particles.display import time_text, value_text
 from particles.io.analysis import ANALYSIS_GROUP, read_analysis_group, write_analysis_group
 from particles.version import __version__
 
-#: version of the /analysis layout above (2: spread frames count 0).
+#: version of the /analysis layout above (2: spread frames count 0; mass_count, fourier).
 FORMAT_VERSION = 2
 
 _MERGE_COLUMNS = ("system", "frame", "time", "into", "absorbed", "size_into", "size_absorbed")
@@ -127,6 +137,12 @@ class AnalysisResult:
         The analysis parameters.
     info : dict
         Run facts: n, d, beta, batch (None for one system), source path.
+    mass_counts : ndarray of int64, shape of ``counts``, optional
+        Clusters holding at least ``settings["mass_fraction"]`` of the mass
+        (:func:`~particles.analysis.clusters.mass_counts`; 0: spread).
+    fourier_mode, fourier_modulus : ndarray, shape of ``counts``, optional
+        d = 2: the dominant Fourier mode k of each frame's empirical measure
+        and its ``|c_k|`` (:mod:`particles.analysis.modes`); None otherwise.
     """
 
     times: np.ndarray
@@ -141,6 +157,9 @@ class AnalysisResult:
     timescales: list[Timescales]
     settings: dict[str, Any]
     info: dict[str, Any] = field(default_factory=dict)
+    mass_counts: np.ndarray | None = None
+    fourier_mode: np.ndarray | None = None
+    fourier_modulus: np.ndarray | None = None
 
     @property
     def batch(self) -> int | None:
@@ -196,7 +215,8 @@ class AnalysisResult:
             the file layout; ``timescales``: one row per system
             (formation_time, first_merge_time, clusters_formed, separation);
             ``frames``: one row per frame and system (frame, time, system,
-            cluster_count, spread and every scalar).
+            cluster_count, spread, mass_count, fourier_mode and
+            fourier_modulus where computed, and every scalar).
 
         Returns
         -------
@@ -226,6 +246,10 @@ class AnalysisResult:
                 "cluster_count": counts.reshape(-1),
                 "spread": self.spread.reshape(-1),
             }
+            for name in ("mass_counts", "fourier_mode", "fourier_modulus"):
+                v = getattr(self, name)
+                if v is not None:
+                    cols["mass_count" if name == "mass_counts" else name] = v.reshape(-1)
             for name, v in self.scalars.items():
                 cols[name] = np.asarray(v).reshape(-1)
             return pd.DataFrame(cols)
@@ -284,10 +308,12 @@ class AnalysisResult:
         Ensembles add the distribution of the counts at each table time, the
         quantiles of the formation and first-merge times (censored systems
         counted) and the survival curve ``P(T_merge > t)``
-        (:meth:`ensemble`).  The order parameter ``r`` is shown next to the
-        counts.  A spread frame (count 0, :attr:`spread`) is printed as
-        ``spread``, not as a count, and is left out of an ensemble's count
-        statistics.
+        (:meth:`ensemble`).  Next to the counts: the mass-weighted count
+        (clusters holding at least ``mass_fraction`` of the tokens), on the
+        circle the dominant Fourier mode k and its ``|c_k|`` (an ensemble:
+        the mode most systems show), and the order parameter ``r``.  A spread
+        frame (count 0, :attr:`spread`) is printed as ``spread``, not as a
+        count, and is left out of an ensemble's count statistics.
 
         Parameters
         ----------
@@ -315,18 +341,28 @@ class AnalysisResult:
         idx = np.searchsorted(self.times, ft)
         r = self.scalars.get("order_parameter")
         spread = self.spread
+        frac = s.get("mass_fraction")
+        mc, mode, mod = self.mass_counts, self.fourier_mode, self.fourier_modulus
+        mhead = f">={100 * frac:g}%" if frac is not None else ""
         if batch is None:
             head = f"{'time':>12}  {'clusters':>8}"
+            head += f"  {mhead:>7}" if mc is not None else ""
+            head += f"  {'mode k':>6}  {'|c_k|':>7}" if mode is not None else ""
             lines.append(head + (f"  {'r':>7}" if r is not None else ""))
             for t, c, f in zip(ft, fc, idx, strict=True):
                 shown = "spread" if spread[f] else f"{int(c)}"
-                rr = f"  {float(r[f]):>7.4f}" if r is not None else ""
-                lines.append(f"{time_text(t):>12}  {shown:>8}{rr}")
+                row = f"{time_text(t):>12}  {shown:>8}"
+                row += f"  {int(mc[f]):>7d}" if mc is not None else ""
+                row += f"  {int(mode[f]):>6d}  {float(mod[f]):>7.4f}" if mode is not None else ""
+                row += f"  {float(r[f]):>7.4f}" if r is not None else ""
+                lines.append(row)
         else:
             st = self.ensemble()
             lines.append(
                 f"{'time':>12}  {'mean':>6}  {'min':>4}  {'q25':>4}  {'med':>4}  {'q75':>4}  "
-                f"{'max':>4}" + (f"  {'mean r':>7}" if r is not None else "")
+                f"{'max':>4}" + (f"  {'mean ' + mhead:>10}" if mc is not None else "")
+                + (f"  {'mode k':>6}" if mode is not None else "")
+                + (f"  {'mean r':>7}" if r is not None else "")
                 + "   systems by count (count:systems)"
             )
             lv = list(st.levels)
@@ -345,6 +381,12 @@ class AnalysisResult:
                            f"{q(f, 0.75, have):>4d}  {have.max():>4d}")
                 else:
                     row = f"{time_text(t):>12}  {'spread':>6}  " + "  ".join(["   -"] * 5)
+                if mc is not None:
+                    m = mc[f][c != 0]
+                    row += f"  {m.mean():>10.3g}" if m.size else f"  {'-':>10}"
+                if mode is not None:
+                    # the mode most systems show (ties: the smallest k)
+                    row += f"  {int(np.bincount(mode[f]).argmax()):>6d}"
                 row += f"  {float(np.mean(r[f])):>7.4f}" if r is not None else ""
                 sp = int(spread[f].sum())
                 note = f"  ({sp} spread)" if sp else ""
@@ -450,6 +492,8 @@ def analyze(
     delta: float = DEFAULT_DELTA,
     span_tol: float = DEFAULT_SPAN_TOL,
     beta: float | None = None,
+    mass_fraction: float = DEFAULT_MASS_FRACTION,
+    max_mode: int = DEFAULT_MAX_MODE,
 ) -> AnalysisResult:
     """Clusters, merges, time scales, scalars and histograms of every frame.
 
@@ -465,6 +509,12 @@ def analyze(
         See :class:`~particles.analysis.Scalars`.
     beta : float, optional
         Inverse temperature of the energy (default: the run's).
+    mass_fraction : float in (0, 1]
+        The mass-weighted count counts clusters holding at least this
+        fraction of the mass (:func:`~particles.analysis.clusters.mass_counts`).
+    max_mode : int
+        d = 2: largest Fourier mode searched for the dominant one
+        (:func:`~particles.analysis.modes.fourier_modes`).
 
     Returns
     -------
@@ -482,6 +532,10 @@ def analyze(
             raise ValueError("beta is required for a trajectory without a config")
         beta = config.beta
     masses = config.mass_array() if config is not None else None
+    if not (isinstance(max_mode, int | np.integer) and max_mode >= 1):
+        raise ValueError(f"max_mode must be a positive integer, got {max_mode!r}")
+    if not 0 < mass_fraction <= 1:
+        raise ValueError(f"mass_fraction must be in (0, 1], got {mass_fraction!r}")
     merge = MergeAnalysis(eps, method, min_decades=min_decades, time_unit=time_unit)
     merge.compute(trajectory)
     x = np.asarray(trajectory.positions, dtype=np.float64)
@@ -491,11 +545,17 @@ def analyze(
     scalars = {k: np.asarray(v) for k, v in sc.as_dict().items()}
     hist = pair_histogram(x.reshape(-1, n, d), bins).reshape(frames, -1, bins).sum(axis=1)
     ts = merge.timescales if batched else [merge.timescales]
+    heavy = mass_counts(merge.labels, merge.counts, masses, mass_fraction)
+    mode = modulus = None
+    if d == 2:
+        mode, modulus = fourier_modes(x, max_mode, masses)
     settings = {
         **merge.settings(),
         "bins": int(bins),
         "delta": float(delta),
         "span_tol": float(span_tol),
+        "mass_fraction": float(mass_fraction),
+        "max_mode": int(max_mode),
     }
     info = {
         "n": n,
@@ -518,6 +578,9 @@ def analyze(
         timescales=ts,
         settings=settings,
         info=info,
+        mass_counts=heavy,
+        fourier_mode=mode,
+        fourier_modulus=modulus,
     )
 
 
@@ -572,7 +635,8 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
         "created_by": f"particles {__version__}",
         "eps": np.nan if s["eps"] is None else s["eps"],
     }
-    for key in ("method", "min_decades", "time_unit", "floor", "bins", "delta", "span_tol"):
+    for key in ("method", "min_decades", "time_unit", "floor", "bins", "delta", "span_tol",
+                "mass_fraction", "max_mode"):
         attrs[key] = s[key]
     attrs["beta"] = info["beta"]
     attrs["batch"] = 0 if info.get("batch") is None else info["batch"]
@@ -582,6 +646,11 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
         "cluster_count": result.counts.astype(np.int64),
         "labels": result.labels.astype(np.int32),
     }
+    if result.mass_counts is not None:
+        data["mass_count"] = result.mass_counts.astype(np.int64)
+    if result.fourier_mode is not None:
+        data["fourier/mode"] = result.fourier_mode.astype(np.int64)
+        data["fourier/modulus"] = result.fourier_modulus.astype(np.float64)
     for name, v in result.scalars.items():
         data[f"scalars/{name}"] = v
     data["histogram/bin_edges"] = result.bin_edges
@@ -601,9 +670,9 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     st = result.ensemble()
     if st is not None:
         data.update(_ensemble_datasets(st))
-    write_analysis_group(
-        path, attrs, data, groups=("scalars", "histogram", "timescales"), compressed=("labels",)
-    )
+    groups = ("scalars", "histogram", "timescales") + (
+        ("fourier",) if result.fourier_mode is not None else ())
+    write_analysis_group(path, attrs, data, groups=groups, compressed=("labels",))
 
 
 def _ensemble_datasets(st: EnsembleStats) -> dict[str, np.ndarray]:
@@ -660,6 +729,9 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
         "delta": float(a["delta"]),
         "span_tol": float(a["span_tol"]),
     }
+    if "mass_fraction" in a:
+        settings["mass_fraction"] = float(a["mass_fraction"])
+        settings["max_mode"] = int(a["max_mode"])
     batch = int(a["batch"]) or None
     m = cols["merges"]
     grouped: dict[tuple, list[int]] = defaultdict(list)
@@ -710,8 +782,11 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
         "source": os.fspath(path),
         "model": str(a.get("model", "")) or None,
     }
+    fourier = stored.group("fourier") if "fourier/mode" in stored.datasets else {}
     return AnalysisResult(
-        times, counts, labels, scalars, edges, hist, merges, splits, plateaus, ts, settings, info
+        times, counts, labels, scalars, edges, hist, merges, splits, plateaus, ts, settings, info,
+        mass_counts=stored.datasets.get("mass_count"), fourier_mode=fourier.get("mode"),
+        fourier_modulus=fourier.get("modulus"),
     )
 
 

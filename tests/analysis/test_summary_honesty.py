@@ -55,7 +55,7 @@ def test_a_spread_population_is_not_one_cluster_and_r_is_shown():
     table = out.split("time scales")[0]
     rows = [line.split() for line in table.splitlines()[3:] if line.strip()]
     assert len(rows) == 4 and all(row[1] == "spread" for row in rows)
-    assert table.splitlines()[2].split() == ["time", "clusters", "r"]
+    assert table.splitlines()[2].split() == ["time", "clusters", ">=1%", "mode", "k", "|c_k|", "r"]
     assert "(1 cluster)" not in out and "spread population, r=" in out
 
 
