@@ -9,8 +9,10 @@ import click
 import numpy as np
 
 from particles.analysis import DEFAULT_EPS, METHODS, analyze_file
+from particles.analysis.clusters import DEFAULT_MASS_FRACTION
 from particles.analysis.histograms import DEFAULT_BINS
 from particles.analysis.merges import DEFAULT_MIN_DECADES
+from particles.analysis.modes import DEFAULT_MAX_MODE
 from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL
 from particles.errors import OutputWriteError
 from particles.io import TrajectoryFileError, read_summary
@@ -120,6 +122,21 @@ def parse_times(value: str | None) -> np.ndarray | None:
     help="Span dimension: eigenvalues of X^T X / n above span-tol * trace.",
 )
 @click.option(
+    "--mass-fraction",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=DEFAULT_MASS_FRACTION,
+    show_default=True,
+    help="Mass-weighted count: clusters holding at least this fraction of the tokens.",
+)
+@click.option(
+    "--max-mode",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_MODE,
+    show_default=True,
+    help="d = 2: largest Fourier mode k searched for the dominant mode of the "
+    "tokens' empirical measure.",
+)
+@click.option(
     "--times",
     help="Comma-separated times of the cluster-count table "
     "(default: 0, each power of ten, the end).",
@@ -134,6 +151,8 @@ def analyze(
     bins: int,
     delta: float,
     span_tol: float,
+    mass_fraction: float,
+    max_mode: int,
     times: str | None,
     no_write: bool,
 ) -> None:
@@ -141,8 +160,10 @@ def analyze(
 
     Results go to the /analysis group of a file next to PATH (run.h5 ->
     run.analysis.h5, replacing earlier ones; PATH itself is only read) and a
-    summary table is printed: cluster count at chosen times, the formation
-    time, and each merge with its time and sizes.  Ctrl-C stops with exit
+    summary table is printed: cluster count at chosen times ("spread" where a
+    linked group of tokens spans more than 90 degrees: no clusters), the
+    mass-weighted count, on the circle the dominant Fourier mode k and its
+    |c_k|, the formation time, and each merge with its time and sizes.  Ctrl-C stops with exit
     status 130, PATH and earlier results unchanged; a full disk is one line
     (exit status 1).
     """
@@ -159,6 +180,8 @@ def analyze(
             bins=bins,
             delta=delta,
             span_tol=span_tol,
+            mass_fraction=mass_fraction,
+            max_mode=max_mode,
         )
     except KeyboardInterrupt:
         click.echo(f"Interrupted: {path} is unchanged; no results written "

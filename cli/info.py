@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 
 import click
+import numpy as np
 
+from particles.display import time_text, value_text
 from particles.errors import SweepError
 from particles.io import RunSummary, TrajectoryFileError, kind_of, read_summary
 from particles.io.analysis import analysis_source
@@ -18,8 +20,8 @@ def _describe(key: str, value) -> str:
     if isinstance(value, list) and value and isinstance(value[0], list):
         return f"{len(value)}x{len(value[0])} matrix"
     if isinstance(value, list) and len(value) > 8:
-        return f"{len(value)} values, {min(value):g} .. {max(value):g}"
-    return "-" if value is None else str(value)
+        return f"{len(value)} values, {value_text(min(value))} .. {value_text(max(value))}"
+    return "-" if value is None else value_text(value)
 
 
 def _positions(s: RunSummary) -> str:
@@ -51,7 +53,7 @@ def info_lines(s: RunSummary) -> list[str]:
     return [
         f"{s.path}",
         f"status       {status}",
-        f"frames       {s.frames} (t = 0 .. {s.time:g}, last step {s.step})",
+        f"frames       {s.frames} (t = 0 .. {time_text(s.time)}, last step {s.step})",
         f"observables  {', '.join(s.observables) or '-'}",
         f"positions    {_positions(s)}",
         f"analysis     {_analysis(s.path)}",
@@ -76,7 +78,7 @@ def density_info_lines(s: DensitySummary) -> list[str]:
         f"{s.path}",
         "kind         mean-field density on the circle (particles meanfield)",
         f"status       {status}",
-        f"frames       {s.frames} (t = 0 .. {s.time:g}, {s.step} solver steps, "
+        f"frames       {s.frames} (t = 0 .. {time_text(s.time)}, {s.step} solver steps, "
         f"{int(obs['rejected_steps'])} rejected)",
         f"grid         {s.config.modes} points theta_j = 2 pi j / {s.config.modes}",
         f"observables  {', '.join(s.observables) or '-'}",
@@ -90,10 +92,25 @@ def density_info_lines(s: DensitySummary) -> list[str]:
 def _values(values) -> str:
     """A grid axis in a few words: the values, or their count and range."""
     if len(values) <= 6:
-        return ", ".join(map(str, values))
+        return ", ".join(map(value_text, values))
     if all(isinstance(v, (int, float)) for v in values):
-        return f"{len(values)} values, {min(values):g} .. {max(values):g}"
+        return f"{len(values)} values, {value_text(min(values))} .. {value_text(max(values))}"
     return f"{len(values)} values, {values[0]} .. {values[-1]}"
+
+
+def _merge_line(path: Path) -> str | None:
+    """The risk set of the first merges of a finished sweep, over every grid point."""
+    from particles.io.sweep import open_sweep, read_stats
+
+    with open_sweep(path) as f:
+        stats = read_stats(f)
+    if "first_merge_one_cluster" not in stats:  # a sweep of an older format
+        return None
+    one, censored, unformed = (int(np.sum(stats[k][0])) for k in (
+        "first_merge_one_cluster", "first_merge_censored", "formation_censored"))
+    return (f"merges       first-merge quantiles over the systems that formed 2+ clusters; "
+            f"{one} formed one cluster (nothing to merge), {censored} had no merge by T, "
+            f"{unformed} never formed (all grid points)")
 
 
 def sweep_info_lines(path: Path) -> list[str]:
@@ -119,9 +136,11 @@ def sweep_info_lines(path: Path) -> list[str]:
         f"grid         {' x '.join(map(str, spec.shape)) or '1'} points: "
         + ("; ".join(f"{k} = {_values(v)}" for k, v in spec.axes) or "one point"),
         f"systems      {spec.runs} per grid point, {total} in all, seed {spec.seed}",
-        f"times        {len(t)} save times" + (f", t = {t[0]:g} .. {t[-1]:g}" if len(t) else ""),
-        f"statistics   deltas {', '.join(f'{x:g}' for x in spec.deltas)}; cluster eps "
-        f"{spec.eps:g}; positions {'stored' if h.positions else 'not stored'}",
+        f"times        {len(t)} save times"
+        + (f", t = {time_text(t[0])} .. {time_text(t[-1])}" if len(t) else ""),
+        f"statistics   deltas {', '.join(map(value_text, spec.deltas))}; cluster eps "
+        f"{value_text(spec.eps)}; positions {'stored' if h.positions else 'not stored'}",
+        *([line] if (line := _merge_line(path) if h.complete else None) else []),
         "fixed",
         *(f"  {k.ljust(width)}  {_describe(k, v)}" for k, v in fixed.items()),
     ]

@@ -19,6 +19,7 @@ from particles_cli.options import (
 from particles_cli.session import run_session
 
 from particles.config import SimulationConfig
+from particles.display import time_text
 from particles.io import OutputPathError, TrajectoryFileError, read_summary
 from particles.runs import RunResult, resume_path, run_to_file
 from particles.runs.estimate import check_fits, estimate
@@ -27,32 +28,35 @@ from particles.runs.estimate import check_fits, estimate
 def summary_line(s: RunResult) -> str:
     """One line: frames, final time, status, final clusters, order parameter and energy.
 
-    A last frame that is one component spread over more than 90 degrees reads
-    ``spread`` (:meth:`~particles.runs.RunResult.spread`), not ``1 cluster``.
+    A last frame with an eps-linked group of tokens spanning more than 90
+    degrees reads ``spread`` (:meth:`~particles.runs.RunResult.spread`, count
+    0), not ``1 cluster``; an ensemble's count statistics leave those out.
     """
     status = "complete" if s.complete else f"incomplete, {s.frames_expected} expected"
     clusters, spread = s.cluster_count(), s.spread()
     energy = s.final_observables.get("energy")
     r = s.final_observables.get("order_parameter")
     if np.ndim(clusters) == 0:
-        parts = ["spread (one component over more than 90 degrees)" if spread
+        parts = ["spread (a linked group over more than 90 degrees)" if spread
                  else f"clusters {int(clusters)}"]
         if r is not None:
             parts.append(f"r {r:.4g}")
         if energy is not None:
             parts.append(f"energy {energy:.6g}")
     else:
+        have = np.asarray(clusters)[~np.asarray(spread)]  # spread systems have no count
         parts = [
-            f"clusters mean {np.mean(clusters):.3g} (min {np.min(clusters)}, "
-            f"max {np.max(clusters)}) over {len(clusters)} systems"
+            f"clusters mean {np.mean(have):.3g} (min {np.min(have)}, max {np.max(have)}) over "
+            f"{len(have)} systems" if have.size else "no system clustered"
         ]
         if np.any(spread):
-            parts.append(f"{int(np.sum(spread))} spread (one component over more than 90 degrees)")
+            parts.append(f"{int(np.sum(spread))} spread (a linked group over more than 90 "
+                         "degrees)")
         if r is not None:
             parts.append(f"r mean {np.mean(r):.4g}")
         if energy is not None:
             parts.append(f"energy mean {np.mean(energy):.6g}")
-    return f"{s.frames} frames to t={s.time:g} ({status}), " + ", ".join(parts)
+    return f"{s.frames} frames to t={time_text(s.time)} ({status}), " + ", ".join(parts)
 
 
 def resume_config(out: Path, options: dict, config_file: Path | None) -> SimulationConfig:

@@ -176,6 +176,7 @@ def _floats(option: str, text: str) -> list[float]:
 def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
     import numpy as np
 
+    from particles.display import value_text
     from particles.errors import SweepError
     from particles.io.sweep import read_header
     from particles.sweep.run import default_chunk, plan_tasks, read_spec, sweep_estimate
@@ -202,7 +203,7 @@ def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
     left = f" ({int(done.sum())} systems done)" if done.any() else ""
     click.echo(f"tasks        {len(tasks)} of at most {size} systems{left}")
     for t in tasks[:5]:
-        values = ", ".join(f"{k}={v!r}" for k, v in spec.point_values(t.point).items())
+        values = ", ".join(f"{k}={value_text(v)}" for k, v in spec.point_values(t.point).items())
         click.echo(f"  point {t.point} ({values or 'fixed'}) systems {t.start}..{t.stop - 1}")
     if len(tasks) > 5:
         click.echo(f"  ... {len(tasks) - 5} more")

@@ -4,7 +4,7 @@ Every analysis object follows one convention (after freud): settings in the
 constructor, ``compute(...)`` returns ``self``, results are attributes that
 raise :class:`NotComputedError` until computed::
 
-    ClusterDetector(eps=0.05).compute(x).labels
+    ClusterDetector(eps=0.05).compute(x).labels       # .num_clusters: 0 when spread
     MergeAnalysis(eps=0.05, min_decades=1.0).compute(traj).formation_time
     InnerProductHistogram(bins=50).compute(x, reset=False).counts
     Scalars(beta=9.0).compute(x).energy_normalized
@@ -16,9 +16,11 @@ group (layout in :mod:`particles.analysis.report`).
 
 from particles.analysis._base import NotComputedError
 from particles.analysis.clusters import (
+    DEFAULT_MASS_FRACTION,
     METHODS,
     ClusterDetector,
     cluster_sizes_centers,
+    mass_counts,
     single_linkage_labels,
 )
 from particles.analysis.components import DEFAULT_EPS, component_labels, count_clusters
@@ -30,6 +32,7 @@ from particles.analysis.merges import (
     find_plateaus,
     find_timescales,
 )
+from particles.analysis.modes import DEFAULT_MAX_MODE, fourier_coefficients, fourier_modes
 from particles.analysis.report import (
     ANALYSIS_GROUP,
     AnalysisResult,
@@ -44,6 +47,8 @@ from particles.analysis.tracking import MergeEvent, MergeTree, SplitEvent, track
 __all__ = [
     "ANALYSIS_GROUP",
     "DEFAULT_EPS",
+    "DEFAULT_MASS_FRACTION",
+    "DEFAULT_MAX_MODE",
     "METHODS",
     "AnalysisResult",
     "ClusterDetector",
@@ -64,6 +69,9 @@ __all__ = [
     "count_clusters",
     "find_plateaus",
     "find_timescales",
+    "fourier_coefficients",
+    "fourier_modes",
+    "mass_counts",
     "pair_histogram",
     "read_analysis",
     "single_linkage_labels",

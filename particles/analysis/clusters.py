@@ -19,9 +19,20 @@ Three ways to cut tokens into clusters (:data:`METHODS`):
     least one merge (it cannot tell n well-separated singletons from
     structure), so use it on clustered states, not on the first frames.
 
-Labels number the clusters of each system ``0 .. k-1`` in order of their
-first token.  Sizes and centres of a stack of systems are padded to the
-largest k (sizes with 0, centres with NaN).
+Every method is followed by the spread rule
+(:mod:`particles.observables.spread`): a system one of whose linked groups
+spans more than 90 degrees (two of its tokens with ``<x_i, x_j> < 0``) is
+*spread*, not clustered, and its count is 0.  A uniform state at large n on
+the circle is such a system: one chain of eps-links round the circle.
+
+Labels number the linked groups of each system ``0 .. k-1`` in order of
+their first token (a spread system keeps them, with count 0).  Sizes and
+centres of a stack of systems are padded to the largest k (sizes with 0,
+centres with NaN).
+
+The mass-weighted count (:func:`mass_counts`) counts the clusters holding
+at least a fraction of the tokens' mass (:data:`DEFAULT_MASS_FRACTION`), so
+that a few stragglers between the clusters of a large system do not count.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ import numpy as np
 
 from particles.analysis._base import Compute, as_tokens, result
 from particles.analysis.components import DEFAULT_EPS, component_labels
+from particles.observables.spread import wide_systems
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,10 @@ METHODS: dict[str, ClusterMethod] = {m.name: m for m in (
 #: geodesic distances below this (radians) count as 0 in the "gap" method:
 #: tokens that coincide to rounding have arbitrary tiny distances.
 DEFAULT_FLOOR = 1e-10
+
+#: a cluster holding at least this fraction of the mass counts in the
+#: mass-weighted count (:func:`mass_counts`): 10 tokens of 1000.
+DEFAULT_MASS_FRACTION = 0.01
 
 
 def canonical_labels(labels: np.ndarray) -> tuple[np.ndarray, int]:
@@ -219,7 +235,7 @@ def detect(
     method: str = "components",
     floor: float = DEFAULT_FLOOR,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Labels and counts of a stack of systems.
+    """Labels and counts of a stack of systems, the spread rule applied.
 
     Parameters
     ----------
@@ -231,9 +247,55 @@ def detect(
     Returns
     -------
     labels : ndarray of int64, shape (m, n)
+        The linked groups of the method.
     counts : ndarray of int64, shape (m,)
+        Their number, or 0 for a spread system (a group wider than 90
+        degrees, :mod:`particles.observables.spread`).
     """
-    return METHODS[method].detect(x, eps, floor)
+    labels, counts = METHODS[method].detect(x, eps, floor)
+    return labels, np.where(wide_systems(x, labels), 0, counts).astype(np.int64)
+
+
+def mass_counts(
+    labels: np.ndarray,
+    counts: np.ndarray,
+    masses: np.ndarray | None = None,
+    fraction: float = DEFAULT_MASS_FRACTION,
+) -> np.ndarray:
+    """Clusters holding at least ``fraction`` of the tokens' mass, per system.
+
+    Parameters
+    ----------
+    labels : ndarray of int, shape (..., n)
+        Cluster ids of the tokens (any integers: :func:`detect`'s labels or
+        persistent ids).
+    counts : ndarray of int, shape (...)
+        The cluster counts (0: spread, whose mass count is 0 too).
+    masses : ndarray, shape (n,), optional
+        Token masses (default 1 each).
+    fraction : float in (0, 1]
+        A cluster counts when its mass is at least ``fraction`` times the
+        total (to a relative 1e-12, so 1 token of 20 is 5 %).
+
+    Returns
+    -------
+    ndarray of int64, shape (...)
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    lab = np.asarray(labels)
+    n = lab.shape[-1]
+    flat = lab.reshape(-1, n)
+    m = np.ones(n) if masses is None else np.asarray(masses, dtype=np.float64)
+    if m.shape != (n,):
+        raise ValueError(f"masses must have shape ({n},), got {m.shape}")
+    need = fraction * m.sum() * (1.0 - 1e-12)
+    out = np.empty(flat.shape[0], dtype=np.int64)
+    for r in range(flat.shape[0]):
+        inv = np.unique(flat[r], return_inverse=True)[1].ravel()
+        out[r] = int(np.sum(np.bincount(inv, weights=m) >= need))
+    out = out.reshape(lab.shape[:-1])
+    return np.where(np.asarray(counts) == 0, 0, out)
 
 
 def check_method(eps: float | None, method: str) -> float | None:
@@ -306,25 +368,32 @@ class ClusterDetector(Compute):
         centers = np.full((flat.shape[0], kmax, d), np.nan)
         for s in range(flat.shape[0]):
             k = int(counts[s])
-            sizes[s, :k], centers[s, :k] = cluster_sizes_centers(flat[s], labels[s], k)
+            if k:  # a spread system (count 0) has no clusters to describe
+                sizes[s, :k], centers[s, :k] = cluster_sizes_centers(flat[s], labels[s], k)
         if not lead:
             k = int(counts[0])
-            self._set(labels=labels[0], num_clusters=k, sizes=sizes[0, :k], centers=centers[0, :k])
+            self._set(labels=labels[0], num_clusters=k, sizes=sizes[0, :k], centers=centers[0, :k],
+                      spread=bool(counts[0] == 0))
         else:
             self._set(
                 labels=labels.reshape(*lead, n),
                 num_clusters=counts.reshape(lead),
                 sizes=sizes.reshape(*lead, kmax),
                 centers=centers.reshape(*lead, kmax, d),
+                spread=(counts == 0).reshape(lead),
             )
         return self
 
     labels = result(
         "labels",
         "Cluster label of each token, int64 array of shape (n,) or "
-        "(..., n); clusters numbered in order of their first token.",
+        "(..., n); clusters numbered in order of their first token (a spread "
+        "system: its linked groups).",
     )
-    num_clusters = result("num_clusters", "Number of clusters: int, or int64 array (...).")
+    num_clusters = result("num_clusters", "Number of clusters: int, or int64 array (...); "
+                          "0 for a spread system.")
+    spread = result("spread", "Whether the system is spread (a linked group wider than 90 "
+                    "degrees, no clusters): bool, or bool array (...).")
     sizes = result("sizes", "Tokens per cluster, int64 shape (k,) or (..., kmax) padded with 0.")
     centers = result(
         "centers", "Normalised cluster means, shape (k, d) or (..., kmax, d) padded with NaN."

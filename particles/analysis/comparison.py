@@ -16,6 +16,7 @@ import numpy as np
 
 from particles.analysis.components import DEFAULT_EPS, count_clusters
 from particles.config import KERNEL_PARAMETERS
+from particles.display import time_text, value_text
 from particles.io.compare import load_comparison
 from particles.models import MODELS
 from particles.trajectory import Trajectory
@@ -47,16 +48,18 @@ class ModelSummary:
     order_parameter : float
         ``r = |(1/n) sum_j x_j|`` in [0, 1].
     clusters : int
-        :func:`~particles.analysis.count_clusters` at the comparison's eps.
+        :func:`~particles.analysis.count_clusters` at the comparison's eps
+        (0: spread).
     energy_normalized : float
         ``(1/n^2) sum_ij exp(beta (<x_i, x_j> - 1))`` in (0, 1].
     complete : bool
         Whether the model's run reached its final time.
     spread : bool
-        The tokens form one eps-linked component spanning more than 90
-        degrees (``clusters == 1`` and some ``<x_i, x_j> < 0``): a population
-        spread round the circle (an incoherent Kuramoto population), not a
-        cluster; the table prints ``spread`` and ``r`` tells how coherent it is.
+        An eps-linked group of tokens spans more than 90 degrees (the rule of
+        :mod:`particles.observables.spread`; ``clusters`` is then 0): a
+        population spread round the circle (an incoherent Kuramoto
+        population), not a cluster; the table prints ``spread`` and ``r``
+        tells how coherent it is.
     """
 
     model: str
@@ -94,31 +97,6 @@ def min_inner_product(x: np.ndarray, chunk: int | None = None) -> float:
     for a in range(0, x.shape[0], chunk):
         out = min(out, float((x[a : a + chunk] @ x.T).min()))
     return out
-
-
-def is_spread(clusters: int, x: np.ndarray, observed_min: float | None = None) -> bool:
-    """Whether one eps-linked component spans more than 90 degrees (a spread
-    population, not a cluster): ``clusters == 1`` and some ``<x_i, x_j> < 0``.
-
-    Parameters
-    ----------
-    clusters : int
-        The cluster count of ``x``.
-    x : ndarray, shape (n, d)
-        The positions.
-    observed_min : float, optional
-        The recorded ``min_inner_product`` observable of ``x``, used instead
-        of computing it again.
-    """
-    if clusters != 1:
-        return False
-    if observed_min is not None:
-        return bool(observed_min < 0)
-    return min_inner_product(x) < 0
-
-
-def _last(values: np.ndarray | None) -> float | None:
-    return None if values is None or not len(values) else float(values[-1])
 
 
 @dataclass(frozen=True)
@@ -181,7 +159,7 @@ class ComparisonResult:
                     clusters=k,
                     energy_normalized=float(t.observables["energy_normalized"][-1]),
                     complete=t.complete,
-                    spread=is_spread(k, t.final, _last(t.observables.get("min_inner_product"))),
+                    spread=k == 0,
                 )
             )
         return tuple(out)
@@ -190,22 +168,22 @@ class ComparisonResult:
         """A text table of :meth:`summaries`: one line per model.
 
         ``r`` is the order parameter ``|(1/n) sum_j x_j|`` at the last frame;
-        ``clusters`` reads ``spread`` where the tokens are one component
-        spread over more than 90 degrees (see :class:`ModelSummary`).
+        ``clusters`` reads ``spread`` where an eps-linked group of tokens
+        spans more than 90 degrees (see :class:`ModelSummary`).
         """
         lines = [f"{'model':<10}{'t':>10}{'r':>9}{'clusters':>10}{'energy_norm':>13}"]
         spread = False
         for s in self.summaries(eps):
             spread |= s.spread
             lines.append(
-                f"{model_label(s.model):<10}{s.time:>10.4g}{s.order_parameter:>9.4f}"
+                f"{model_label(s.model):<10}{time_text(s.time):>10}{s.order_parameter:>9.4f}"
                 f"{s.clusters_text:>10}{s.energy_normalized:>13.6g}"
                 + ("" if s.complete else "  (incomplete)")
             )
         if spread:
             lines.append(
-                f"spread: one eps-linked component (eps={eps:g}) spanning more than 90 degrees, "
-                "not a cluster; r measures its coherence"
+                f"spread: an eps-linked group of tokens (eps={value_text(eps)}) spanning more "
+                "than 90 degrees, not a cluster; r measures its coherence"
             )
         return "\n".join(lines)
 

@@ -3,7 +3,10 @@
 Two tokens are linked when ``dist(x_i, x_j) < eps``, i.e. ``<x_i, x_j> >
 cos(eps)``; clusters are the connected components (single linkage at
 threshold eps).  The compiled kernel streams over pairs with a union-find
-forest, so nothing of size ``n x n`` is stored.
+forest, so nothing of size ``n x n`` is stored.  :func:`component_labels`
+gives the components as they are; :func:`count_clusters` applies the spread
+rule (:mod:`particles.observables.spread`: a component wider than 90 degrees
+is no cluster, and the system counts 0).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import numpy as np
 
 from particles._numba import cached, jit, prange
 from particles.observables.pairs import find_root  # the union-find of the sweep's pass
+from particles.observables.spread import wide_systems
 
 #: default linking distance in radians: tokens closer than this share a cluster.
 DEFAULT_EPS = 0.05
@@ -81,9 +85,15 @@ def component_labels(x: np.ndarray, eps: float = DEFAULT_EPS) -> tuple[np.ndarra
 
 
 def count_clusters(x: np.ndarray, eps: float = DEFAULT_EPS) -> int | np.ndarray:
-    """Number of clusters: an int for x (n, d), int64 array (batch,) for (batch, n, d)."""
-    counts = component_labels(x, eps)[1]
-    return int(counts) if np.ndim(counts) == 0 else counts
+    """Number of clusters: an int for x (n, d), int64 array (batch,) for (batch, n, d).
+
+    0 for a spread system: one of its components spans more than 90 degrees
+    (:mod:`particles.observables.spread`).
+    """
+    labels, counts = component_labels(x, eps)
+    if np.ndim(counts) == 0:
+        return 0 if wide_systems(np.asarray(x)[None], labels[None])[0] else int(counts)
+    return np.where(wide_systems(x, labels), 0, counts)
 
 
 def component_labels_reference(x: np.ndarray, eps: float = DEFAULT_EPS) -> np.ndarray:

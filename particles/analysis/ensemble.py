@@ -24,9 +24,19 @@ formation
     without one is censored at the final time.
 first merge
     Time of the first merge after formation (``T_merge``), over the systems
-    that formed; those without a merge are censored at the final time.
-    Systems that never formed have no first merge and are left out (counted
-    in :attr:`EnsembleStats.not_formed`).
+    at risk of one: those whose clusters formed as two or more.  Those
+    without a merge are censored at the final time.  Left out, and counted
+    on their own: systems that never formed (:attr:`EnsembleStats.not_formed`)
+    and systems that formed *one* cluster (:attr:`EnsembleStats.one_cluster`:
+    all their tokens had gathered into one cluster by the formation time, so
+    no merge can follow; counting them as censored at ``T`` would make every
+    quantile look beyond the run).  The curve is therefore ``P(T_merge > t)``
+    given that two or more clusters formed; with no system at risk its
+    quantiles are NaN (undefined), not "beyond the run".
+
+Cluster counts of 0 are spread systems (no clusters,
+:mod:`particles.observables.spread`): they are a column of the count
+distribution (printed ``spread``) and are left out of the count quantiles.
 """
 
 from __future__ import annotations
@@ -35,6 +45,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from particles.display import time_text
 
 #: default quantile levels of the ensemble tables.
 DEFAULT_LEVELS = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -160,14 +172,19 @@ class EnsembleStats:
     levels : ndarray, shape (q,)
         Quantile levels.
     count_quantiles : ndarray of int64, shape (frames, q)
-        Quantiles of the cluster count per frame (values the ensemble takes:
-        the inverted empirical CDF, so medians stay integers).
+        Quantiles of the cluster count per frame over the systems that are
+        not spread (values the ensemble takes: the inverted empirical CDF, so
+        medians stay integers); 0 where every system is spread.
     formation : SurvivalCurve
         Time to formation, every system (not formed: censored at the end).
     first_merge : SurvivalCurve
-        ``P(T_merge > t)`` over the systems that formed (no merge: censored).
+        ``P(T_merge > t)`` over the systems that formed two or more clusters
+        (no merge: censored).
     not_formed : int
         Systems without a formation time (left out of ``first_merge``).
+    one_cluster : int
+        Systems that formed one cluster (left out of ``first_merge``: nothing
+        to merge).
     """
 
     times: np.ndarray
@@ -178,6 +195,13 @@ class EnsembleStats:
     formation: SurvivalCurve
     first_merge: SurvivalCurve
     not_formed: int
+    one_cluster: int = 0
+
+    @property
+    def spread_systems(self) -> np.ndarray:
+        """Spread systems (count 0) at each frame, int64 shape (frames,)."""
+        hit = self.count_values == 0
+        return self.count_systems[:, hit].sum(axis=1).astype(np.int64)
 
     @property
     def batch(self) -> int:
@@ -195,9 +219,11 @@ class EnsembleStats:
         return self.first_merge.quantile(self.levels)
 
     def distribution_line(self, frame: int) -> str:
-        """``"2:5 3:1"``: systems (after the colon) with each count at one frame."""
+        """``"2:5 3:1"``: systems (after the colon) with each count at one frame
+        (``spread:4`` for the spread ones)."""
         row = self.count_systems[frame]
-        return " ".join(f"{k}:{m}" for k, m in zip(self.count_values, row, strict=True) if m)
+        return " ".join(f"{'spread' if k == 0 else k}:{m}"
+                        for k, m in zip(self.count_values, row, strict=True) if m)
 
     def table(self, times: np.ndarray | None = None) -> str:
         """Plain-text quantile and survival tables.
@@ -211,20 +237,24 @@ class EnsembleStats:
         T = float(self.times[-1])
         head = "".join(f"{100 * q:>10g}%" for q in self.levels)
 
-        def row(values: np.ndarray) -> str:
-            return "".join(f"{v:>11.4g}" if np.isfinite(v) else f"{'> ' + f'{T:.4g}':>11}"
-                           for v in values)
+        def row(values: np.ndarray, systems: int) -> str:
+            if not systems:  # nobody at risk: undefined, not beyond the run
+                return "".join(f"{'-':>11}" for _ in values)
+            return "".join(f"{time_text(v):>11}" if np.isfinite(v)
+                           else f"{'> ' + time_text(T):>11}" for v in values)
 
         f, m = self.formation, self.first_merge
+        left = [f"{self.one_cluster} formed one cluster"] if self.one_cluster else []
+        left += [f"{self.not_formed} not formed"] if self.not_formed else []
         lines = [
             f"time-scale quantiles over {self.batch} systems (Kaplan-Meier; not seen by "
-            f"t={T:.4g}: censored there)",
+            f"t={time_text(T)}: censored there)",
             f"{'':<13}{head}",
-            f"{'formation':<13}{row(self.formation_quantiles)}"
+            f"{'formation':<13}{row(self.formation_quantiles, f.systems)}"
             f"   censored {f.censored} of {f.systems} (not formed)",
-            f"{'first merge':<13}{row(self.first_merge_quantiles)}"
-            f"   censored {m.censored} of {m.systems} (formed, no merge)"
-            + (f"; {self.not_formed} not formed: left out" if self.not_formed else ""),
+            f"{'first merge':<13}{row(self.first_merge_quantiles, m.systems)}"
+            f"   censored {m.censored} of {m.systems} (formed 2+ clusters, no merge)"
+            + (f"; {' and '.join(left)}: left out" if left else ""),
         ]
         if times is None:
             pts = m.times if m.times.size <= 12 else m.times[np.linspace(
@@ -239,7 +269,7 @@ class EnsembleStats:
             for t, v in zip(times, s, strict=True):
                 waiting = m.systems - int(m.events[m.times <= t].sum())
                 val = f"{v:>14.4f}" if np.isfinite(v) else f"{'-':>14}"
-                lines.append(f"{t:>12.4g}  {val}  {waiting:>12d}")
+                lines.append(f"{time_text(t):>12}  {val}  {waiting:>12d}")
         return "\n".join(lines)
 
 
@@ -249,6 +279,7 @@ def ensemble_stats(
     formation_time: np.ndarray,
     first_merge_time: np.ndarray,
     *,
+    clusters_formed: np.ndarray | None = None,
     levels: Sequence[float] = DEFAULT_LEVELS,
 ) -> EnsembleStats:
     """Ensemble statistics from per-frame counts and per-system time scales.
@@ -261,6 +292,10 @@ def ensemble_stats(
     formation_time, first_merge_time : ndarray, shape (batch,)
         Per-system time scales (NaN: not seen), as in
         :class:`~particles.analysis.Timescales`.
+    clusters_formed : ndarray of int, shape (batch,), optional
+        Cluster count on each system's formation plateau (default: read from
+        ``counts`` at the formation time).  Systems that formed one cluster
+        leave the first-merge risk set.
     levels : sequence of float in (0, 1)
         Quantile levels (default 5, 25, 50, 75, 95 %).
 
@@ -278,13 +313,24 @@ def ensemble_stats(
     values = np.unique(counts).astype(np.int64)
     per = (counts[:, :, None] == values[None, None, :]).sum(axis=1).astype(np.int64)
     cq = np.quantile(counts, lv, axis=1, method="inverted_cdf").T.astype(np.int64)
+    for fr in np.flatnonzero(np.any(counts == 0, axis=1)):
+        # spread systems have no count: quantiles over the others (0: all spread)
+        have = counts[fr][counts[fr] != 0]
+        cq[fr] = np.quantile(have, lv, method="inverted_cdf") if have.size else 0
     form = np.asarray(formation_time, dtype=np.float64)
     merge = np.asarray(first_merge_time, dtype=np.float64)
     end = float(times[-1]) if times.size else 0.0
     formed = np.isfinite(form)
+    if clusters_formed is None:
+        frame = np.searchsorted(times, np.where(formed, form, times[0] if times.size else 0.0))
+        frame = np.minimum(frame, max(times.size - 1, 0))
+        k = counts[frame, np.arange(counts.shape[1])] if counts.size else np.zeros(0, int)
+        clusters_formed = np.where(formed, k, 0)
+    one = formed & (np.asarray(clusters_formed) == 1)
+    risk = formed & ~one  # two or more clusters formed: a merge can follow
     formation = kaplan_meier(np.where(formed, form, end), formed)
-    seen = np.isfinite(merge[formed])
-    first_merge = kaplan_meier(np.where(seen, merge[formed], end), seen)
+    seen = np.isfinite(merge[risk])
+    first_merge = kaplan_meier(np.where(seen, merge[risk], end), seen)
     return EnsembleStats(
         times=times,
         count_values=values,
@@ -294,4 +340,5 @@ def ensemble_stats(
         formation=formation,
         first_merge=first_merge,
         not_formed=int(np.sum(~formed)),
+        one_cluster=int(np.sum(one)),
     )

@@ -27,10 +27,14 @@ Long-lived
     unchanged over at least a factor 10 in time).  A censored plateau counts
     when its observed length already reaches ``min_decades``.
 Formation time (fast scale)
-    The start of the first long-lived plateau (NaN if there is none).
+    The start of the first long-lived plateau of clusters (NaN if there is
+    none).  A plateau of count 0 is a spread state (no clusters, the rule of
+    :mod:`particles.observables.spread`): however long, it is no formation.
 First merge time (slow scale)
     The end of that plateau, if it is not censored (NaN otherwise: no merge
-    was seen after the clusters formed).
+    was seen after the clusters formed).  A system whose clusters formed as
+    one cluster has nothing left to merge: ensemble statistics leave it out
+    of the first-merge risk set (:mod:`particles.analysis.ensemble`).
 Metastable plateaus and slow merges
     The plateaus from the formation time on, and the merge events after it.
 """
@@ -95,7 +99,7 @@ class Timescales:
     ----------
     system : int
     formation_time : float
-        Start of the first long-lived plateau (NaN: none).
+        Start of the first long-lived plateau of clusters, count >= 1 (NaN: none).
     first_merge_time : float
         End of that plateau (NaN: no merge after formation, or no formation).
     clusters_formed : int
@@ -194,7 +198,8 @@ def find_timescales(plateaus: list[Plateau], system: int = 0) -> Timescales:
     -------
     Timescales
     """
-    first = next((k for k, p in enumerate(plateaus) if p.long_lived), None)
+    # a long-lived spread plateau (count 0) is no formation
+    first = next((k for k, p in enumerate(plateaus) if p.long_lived and p.count > 0), None)
     if first is None:
         return Timescales(system, float("nan"), float("nan"), 0, (), ())
     p = plateaus[first]

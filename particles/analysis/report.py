@@ -8,12 +8,17 @@ file and stores the results in the ``/analysis`` group of its sidecar file
 File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
 ``batch`` axes are absent for a single system)::
 
-    /analysis                      attrs: format_version, created_by, eps (NaN for
-                                   method "gap"), method, min_decades, time_unit,
-                                   floor, bins, delta, span_tol, beta, batch (0: one
-                                   system), n, d
+    /analysis                      attrs: format_version (2), created_by, eps (NaN
+                                   for method "gap"), method, min_decades, time_unit,
+                                   floor, bins, delta, span_tol, mass_fraction,
+                                   max_mode, beta, batch (0: one system), n, d
       time                         (frames,)            float64
-      cluster_count                (frames[, batch])    int64
+      cluster_count                (frames[, batch])    int64, 0: spread (no clusters)
+      mass_count                   (frames[, batch])    int64, clusters holding at least
+                                                        mass_fraction of the mass
+      fourier/mode                 (frames[, batch])    int64, d = 2 only: dominant mode
+                                                        k of the empirical measure
+      fourier/modulus              (frames[, batch])    float64, its |c_k|
       labels                       (frames[, batch], n) int32, persistent cluster ids
       scalars/<name>               (frames[, batch])    energy, energy_normalized,
                                    order_parameter, min_inner_product,
@@ -36,15 +41,23 @@ File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
         levels                     (q,)                 quantile levels
         count_quantiles            (frames, q)          cluster-count quantiles
         formation_quantiles        (q,)  Kaplan-Meier, NaN: beyond the run
-        first_merge_quantiles      (q,)  over the systems that formed
+        first_merge_quantiles      (q,)  over the systems that formed 2+ clusters
         <curve>/{time,survival,at_risk,events}  curve = formation, first_merge:
                                    P(T > t) just after each event time
         <curve>/{systems,censored} ()  systems in the curve, censored at the end
+        first_merge/one_cluster    ()  systems that formed one cluster (not at risk)
+        not_formed                 ()  systems without a formation time
 
-The attribute ``model`` names the run's model ("" when unknown).  A frame whose
-single cluster spans more than 90 degrees (``cluster_count == 1`` and
-``min_inner_product < 0``) is a *spread* population, not a cluster (an
-incoherent Kuramoto population): the summary says so and shows ``r``.
+The attribute ``model`` names the run's model ("" when unknown).  A frame with
+a linked group spanning more than 90 degrees is a *spread* population, not a
+cluster (a uniform state, an incoherent Kuramoto population; the rule of
+:mod:`particles.observables.spread`): its ``cluster_count`` is 0, and the
+summary prints ``spread`` with ``r``.  Files of format_version 1 stored such a
+frame as 1 cluster when it was one group; :func:`read_analysis` reads them with
+the rule of the time (``cluster_count == 1`` and ``min_inner_product < 0``).
+The mass-weighted count and the Fourier mode are described in
+:func:`particles.analysis.clusters.mass_counts` and
+:mod:`particles.analysis.modes`.
 
 The file I/O is :mod:`particles.io.analysis`.  The sidecar is replaced
 atomically: it is written under a temporary name, read back and only then
@@ -63,6 +76,7 @@ from typing import Any
 
 import numpy as np
 
+from particles.analysis.clusters import DEFAULT_MASS_FRACTION, mass_counts
 from particles.analysis.components import DEFAULT_EPS
 from particles.analysis.ensemble import EnsembleStats, ensemble_stats
 from particles.analysis.histograms import DEFAULT_BINS, pair_histogram
@@ -73,13 +87,15 @@ from particles.analysis.merges import (
     Timescales,
     find_timescales,
 )
+from particles.analysis.modes import DEFAULT_MAX_MODE, fourier_modes
 from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL, Scalars
 from particles.analysis.tracking import MergeEvent, SplitEvent
+from particles.display import time_text, value_text
 from particles.io.analysis import ANALYSIS_GROUP, read_analysis_group, write_analysis_group
 from particles.version import __version__
 
-#: version of the /analysis layout above.
-FORMAT_VERSION = 1
+#: version of the /analysis layout above (2: spread frames count 0; mass_count, fourier).
+FORMAT_VERSION = 2
 
 _MERGE_COLUMNS = ("system", "frame", "time", "into", "absorbed", "size_into", "size_absorbed")
 _SPLIT_COLUMNS = ("system", "frame", "time", "parent", "child", "size")
@@ -121,6 +137,12 @@ class AnalysisResult:
         The analysis parameters.
     info : dict
         Run facts: n, d, beta, batch (None for one system), source path.
+    mass_counts : ndarray of int64, shape of ``counts``, optional
+        Clusters holding at least ``settings["mass_fraction"]`` of the mass
+        (:func:`~particles.analysis.clusters.mass_counts`; 0: spread).
+    fourier_mode, fourier_modulus : ndarray, shape of ``counts``, optional
+        d = 2: the dominant Fourier mode k of each frame's empirical measure
+        and its ``|c_k|`` (:mod:`particles.analysis.modes`); None otherwise.
     """
 
     times: np.ndarray
@@ -135,6 +157,9 @@ class AnalysisResult:
     timescales: list[Timescales]
     settings: dict[str, Any]
     info: dict[str, Any] = field(default_factory=dict)
+    mass_counts: np.ndarray | None = None
+    fourier_mode: np.ndarray | None = None
+    fourier_modulus: np.ndarray | None = None
 
     @property
     def batch(self) -> int | None:
@@ -143,17 +168,14 @@ class AnalysisResult:
 
     @property
     def spread(self) -> np.ndarray:
-        """Frames (and systems) whose one cluster spans more than 90 degrees.
+        """Frames (and systems) that are spread, not clustered: count 0.
 
-        True where ``counts == 1`` and ``min_inner_product < 0``: the tokens
-        form one chain-linked component around the sphere (e.g. an
-        incoherent Kuramoto population), not a cluster.  Shape of
-        :attr:`counts`; all False when the scalar is missing.
+        A linked group of tokens spans more than 90 degrees (e.g. a uniform
+        state at large n, an incoherent Kuramoto population chained round
+        the circle; :mod:`particles.observables.spread`).  Shape of
+        :attr:`counts`.
         """
-        mip = self.scalars.get("min_inner_product")
-        if mip is None:
-            return np.zeros(np.shape(self.counts), dtype=bool)
-        return (np.asarray(self.counts) == 1) & (np.asarray(mip) < 0)
+        return np.asarray(self.counts) == 0
 
     def ensemble(self, levels: Any = None) -> EnsembleStats | None:
         """Cluster-count distribution, time-scale quantiles and survival curves.
@@ -176,6 +198,7 @@ class AnalysisResult:
             self.counts,
             np.array([t.formation_time for t in self.timescales]),
             np.array([t.first_merge_time for t in self.timescales]),
+            clusters_formed=np.array([t.clusters_formed for t in self.timescales]),
             **extra,
         )
 
@@ -192,7 +215,8 @@ class AnalysisResult:
             the file layout; ``timescales``: one row per system
             (formation_time, first_merge_time, clusters_formed, separation);
             ``frames``: one row per frame and system (frame, time, system,
-            cluster_count, spread and every scalar).
+            cluster_count, spread, mass_count, fourier_mode and
+            fourier_modulus where computed, and every scalar).
 
         Returns
         -------
@@ -222,6 +246,10 @@ class AnalysisResult:
                 "cluster_count": counts.reshape(-1),
                 "spread": self.spread.reshape(-1),
             }
+            for name in ("mass_counts", "fourier_mode", "fourier_modulus"):
+                v = getattr(self, name)
+                if v is not None:
+                    cols["mass_count" if name == "mass_counts" else name] = v.reshape(-1)
             for name, v in self.scalars.items():
                 cols[name] = np.asarray(v).reshape(-1)
             return pd.DataFrame(cols)
@@ -280,9 +308,12 @@ class AnalysisResult:
         Ensembles add the distribution of the counts at each table time, the
         quantiles of the formation and first-merge times (censored systems
         counted) and the survival curve ``P(T_merge > t)``
-        (:meth:`ensemble`).  The order parameter ``r`` is shown next to the
-        counts; a frame whose one cluster spans more than 90 degrees is
-        printed as ``spread`` (:attr:`spread`), not as one cluster.
+        (:meth:`ensemble`).  Next to the counts: the mass-weighted count
+        (clusters holding at least ``mass_fraction`` of the tokens), on the
+        circle the dominant Fourier mode k and its ``|c_k|`` (an ensemble:
+        the mode most systems show), and the order parameter ``r``.  A spread
+        frame (count 0, :attr:`spread`) is printed as ``spread``, not as a
+        count, and is left out of an ensemble's count statistics.
 
         Parameters
         ----------
@@ -297,11 +328,12 @@ class AnalysisResult:
         batch = self.batch
         model = f"{info['model']}  " if info.get("model") else ""
         ens = f"  batch={batch}" if batch is not None else ""
-        eps = "largest gap" if s["method"] == "gap" else f"eps={s['eps']:g} rad"
+        eps = "largest gap" if s["method"] == "gap" else f"eps={value_text(s['eps'])} rad"
         lines.append(
-            f"{src}{model}n={info.get('n')}  d={info.get('d')}  beta={info.get('beta'):g}"
-            f"{ens}  frames={self.times.size}  t=[{self.times[0]:g}, "
-            f"{self.times[-1]:g}]  clusters: {eps} ({s['method']})"
+            f"{src}{model}n={info.get('n')}  d={info.get('d')}  "
+            f"beta={value_text(info.get('beta'))}{ens}  frames={self.times.size}  "
+            f"t=[{time_text(self.times[0])}, {time_text(self.times[-1])}]  clusters: {eps} "
+            f"({s['method']})"
         )
         lines.append("")
         table_times = self.default_table_times() if times is None else times
@@ -309,18 +341,28 @@ class AnalysisResult:
         idx = np.searchsorted(self.times, ft)
         r = self.scalars.get("order_parameter")
         spread = self.spread
+        frac = s.get("mass_fraction")
+        mc, mode, mod = self.mass_counts, self.fourier_mode, self.fourier_modulus
+        mhead = f">={100 * frac:g}%" if frac is not None else ""
         if batch is None:
             head = f"{'time':>12}  {'clusters':>8}"
+            head += f"  {mhead:>7}" if mc is not None else ""
+            head += f"  {'mode k':>6}  {'|c_k|':>7}" if mode is not None else ""
             lines.append(head + (f"  {'r':>7}" if r is not None else ""))
             for t, c, f in zip(ft, fc, idx, strict=True):
                 shown = "spread" if spread[f] else f"{int(c)}"
-                rr = f"  {float(r[f]):>7.4f}" if r is not None else ""
-                lines.append(f"{t:>12.4g}  {shown:>8}{rr}")
+                row = f"{time_text(t):>12}  {shown:>8}"
+                row += f"  {int(mc[f]):>7d}" if mc is not None else ""
+                row += f"  {int(mode[f]):>6d}  {float(mod[f]):>7.4f}" if mode is not None else ""
+                row += f"  {float(r[f]):>7.4f}" if r is not None else ""
+                lines.append(row)
         else:
             st = self.ensemble()
             lines.append(
                 f"{'time':>12}  {'mean':>6}  {'min':>4}  {'q25':>4}  {'med':>4}  {'q75':>4}  "
-                f"{'max':>4}" + (f"  {'mean r':>7}" if r is not None else "")
+                f"{'max':>4}" + (f"  {'mean ' + mhead:>10}" if mc is not None else "")
+                + (f"  {'mode k':>6}" if mode is not None else "")
+                + (f"  {'mean r':>7}" if r is not None else "")
                 + "   systems by count (count:systems)"
             )
             lv = list(st.levels)
@@ -332,48 +374,58 @@ class AnalysisResult:
                     np.quantile(c, level, method="inverted_cdf"))
 
             for t, c, f in zip(ft, fc, idx, strict=True):
-                rr = f"  {float(np.mean(r[f])):>7.4f}" if r is not None else ""
+                have = c[c != 0]  # spread systems have no count
+                if have.size:
+                    row = (f"{time_text(t):>12}  {have.mean():>6.3g}  {have.min():>4d}  "
+                           f"{q(f, 0.25, have):>4d}  {q(f, 0.5, have):>4d}  "
+                           f"{q(f, 0.75, have):>4d}  {have.max():>4d}")
+                else:
+                    row = f"{time_text(t):>12}  {'spread':>6}  " + "  ".join(["   -"] * 5)
+                if mc is not None:
+                    m = mc[f][c != 0]
+                    row += f"  {m.mean():>10.3g}" if m.size else f"  {'-':>10}"
+                if mode is not None:
+                    # the mode most systems show (ties: the smallest k)
+                    row += f"  {int(np.bincount(mode[f]).argmax()):>6d}"
+                row += f"  {float(np.mean(r[f])):>7.4f}" if r is not None else ""
                 sp = int(spread[f].sum())
                 note = f"  ({sp} spread)" if sp else ""
-                lines.append(
-                    f"{t:>12.4g}  {c.mean():>6.3g}  {c.min():>4d}  {q(f, 0.25, c):>4d}  "
-                    f"{q(f, 0.5, c):>4d}  {q(f, 0.75, c):>4d}  {c.max():>4d}{rr}   "
-                    f"{st.distribution_line(f)}{note}"
-                )
+                lines.append(f"{row}   {st.distribution_line(f)}{note}")
         lines.append("")
         lines.append(
-            f"time scales (long-lived plateau: >= {s['min_decades']:g} decade(s) of "
-            f"time, measured from max(start, {s['time_unit']:g}))"
+            f"time scales (long-lived plateau: >= {value_text(s['min_decades'])} decade(s) of "
+            f"time, measured from max(start, {value_text(s['time_unit'])}))"
         )
         if batch is not None:
             lines.append(self.ensemble().table())
             lines.append("")
             lines.append("per system:")
         shown = self.timescales if batch is None else self.timescales[:20]
+        last = self.times.size - 1
         for ts in shown:
             who = "" if batch is None else f"system {ts.system}: "
             if np.isnan(ts.formation_time):
-                lines.append(f"  {who}no long-lived plateau (clusters not formed)")
-                continue
-            f0 = int(np.searchsorted(self.times, ts.formation_time))
-            sp = spread[f0] if batch is None else spread[f0, ts.system]
-            if sp:
-                rr = "" if r is None else (
-                    f", r={float(r[f0] if batch is None else r[f0, ts.system]):.3g}")
-                lines.append(
-                    f"  {who}no clusters: from t={ts.formation_time:.4g} the tokens form one "
-                    f"component spanning more than 90 degrees (spread population{rr})"
-                )
+                sp = spread[last] if batch is None else spread[last, ts.system]
+                if sp:
+                    rr = "" if r is None else (
+                        f", r={float(r[last] if batch is None else r[last, ts.system]):.3g}")
+                    lines.append(
+                        f"  {who}no clusters formed: at the end a linked group of tokens spans "
+                        f"more than 90 degrees (spread population{rr})"
+                    )
+                else:
+                    lines.append(f"  {who}no long-lived plateau (clusters not formed)")
                 continue
             if np.isnan(ts.first_merge_time):
-                merge = "no merge after formation"
+                merge = ("one cluster: nothing to merge" if ts.clusters_formed == 1
+                         else "no merge after formation")
             else:
-                merge = f"first merge {ts.first_merge_time:.4g}"
+                merge = f"first merge {time_text(ts.first_merge_time)}"
                 if np.isfinite(ts.separation):
                     merge += f" ({ts.separation:.2f} decades later)"
             k = ts.clusters_formed
             lines.append(
-                f"  {who}formation time {ts.formation_time:.4g} "
+                f"  {who}formation time {time_text(ts.formation_time)} "
                 f"({k} cluster{'s' if k != 1 else ''}); {merge}"
             )
         if batch is not None and len(self.timescales) > len(shown):
@@ -412,7 +464,7 @@ class AnalysisResult:
             gone = ",".join(map(str, ev.absorbed))
             sizes = " + ".join(map(str, ev.sizes))
             lines.append(
-                f"  t={ev.time:<10.4g}{who}  {ev.into} <- {gone:<8}  "
+                f"  t={time_text(ev.time):<10}{who}  {ev.into} <- {gone:<8}  "
                 f"sizes {sizes} = {ev.size_after}  {phase(ev)}"
             )
         if len(shown_merges) > max_merges:
@@ -440,6 +492,8 @@ def analyze(
     delta: float = DEFAULT_DELTA,
     span_tol: float = DEFAULT_SPAN_TOL,
     beta: float | None = None,
+    mass_fraction: float = DEFAULT_MASS_FRACTION,
+    max_mode: int = DEFAULT_MAX_MODE,
 ) -> AnalysisResult:
     """Clusters, merges, time scales, scalars and histograms of every frame.
 
@@ -455,6 +509,12 @@ def analyze(
         See :class:`~particles.analysis.Scalars`.
     beta : float, optional
         Inverse temperature of the energy (default: the run's).
+    mass_fraction : float in (0, 1]
+        The mass-weighted count counts clusters holding at least this
+        fraction of the mass (:func:`~particles.analysis.clusters.mass_counts`).
+    max_mode : int
+        d = 2: largest Fourier mode searched for the dominant one
+        (:func:`~particles.analysis.modes.fourier_modes`).
 
     Returns
     -------
@@ -472,6 +532,10 @@ def analyze(
             raise ValueError("beta is required for a trajectory without a config")
         beta = config.beta
     masses = config.mass_array() if config is not None else None
+    if not (isinstance(max_mode, int | np.integer) and max_mode >= 1):
+        raise ValueError(f"max_mode must be a positive integer, got {max_mode!r}")
+    if not 0 < mass_fraction <= 1:
+        raise ValueError(f"mass_fraction must be in (0, 1], got {mass_fraction!r}")
     merge = MergeAnalysis(eps, method, min_decades=min_decades, time_unit=time_unit)
     merge.compute(trajectory)
     x = np.asarray(trajectory.positions, dtype=np.float64)
@@ -481,11 +545,17 @@ def analyze(
     scalars = {k: np.asarray(v) for k, v in sc.as_dict().items()}
     hist = pair_histogram(x.reshape(-1, n, d), bins).reshape(frames, -1, bins).sum(axis=1)
     ts = merge.timescales if batched else [merge.timescales]
+    heavy = mass_counts(merge.labels, merge.counts, masses, mass_fraction)
+    mode = modulus = None
+    if d == 2:
+        mode, modulus = fourier_modes(x, max_mode, masses)
     settings = {
         **merge.settings(),
         "bins": int(bins),
         "delta": float(delta),
         "span_tol": float(span_tol),
+        "mass_fraction": float(mass_fraction),
+        "max_mode": int(max_mode),
     }
     info = {
         "n": n,
@@ -508,6 +578,9 @@ def analyze(
         timescales=ts,
         settings=settings,
         info=info,
+        mass_counts=heavy,
+        fourier_mode=mode,
+        fourier_modulus=modulus,
     )
 
 
@@ -562,7 +635,8 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
         "created_by": f"particles {__version__}",
         "eps": np.nan if s["eps"] is None else s["eps"],
     }
-    for key in ("method", "min_decades", "time_unit", "floor", "bins", "delta", "span_tol"):
+    for key in ("method", "min_decades", "time_unit", "floor", "bins", "delta", "span_tol",
+                "mass_fraction", "max_mode"):
         attrs[key] = s[key]
     attrs["beta"] = info["beta"]
     attrs["batch"] = 0 if info.get("batch") is None else info["batch"]
@@ -572,6 +646,11 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
         "cluster_count": result.counts.astype(np.int64),
         "labels": result.labels.astype(np.int32),
     }
+    if result.mass_counts is not None:
+        data["mass_count"] = result.mass_counts.astype(np.int64)
+    if result.fourier_mode is not None:
+        data["fourier/mode"] = result.fourier_mode.astype(np.int64)
+        data["fourier/modulus"] = result.fourier_modulus.astype(np.float64)
     for name, v in result.scalars.items():
         data[f"scalars/{name}"] = v
     data["histogram/bin_edges"] = result.bin_edges
@@ -591,9 +670,9 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     st = result.ensemble()
     if st is not None:
         data.update(_ensemble_datasets(st))
-    write_analysis_group(
-        path, attrs, data, groups=("scalars", "histogram", "timescales"), compressed=("labels",)
-    )
+    groups = ("scalars", "histogram", "timescales") + (
+        ("fourier",) if result.fourier_mode is not None else ())
+    write_analysis_group(path, attrs, data, groups=groups, compressed=("labels",))
 
 
 def _ensemble_datasets(st: EnsembleStats) -> dict[str, np.ndarray]:
@@ -613,6 +692,8 @@ def _ensemble_datasets(st: EnsembleStats) -> dict[str, np.ndarray]:
         out[f"ensemble/{name}/events"] = curve.events
         out[f"ensemble/{name}/systems"] = np.int64(curve.systems)
         out[f"ensemble/{name}/censored"] = np.int64(curve.censored)
+    out["ensemble/first_merge/one_cluster"] = np.int64(st.one_cluster)
+    out["ensemble/not_formed"] = np.int64(st.not_formed)
     return out
 
 
@@ -631,6 +712,10 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
     counts = stored.datasets["cluster_count"]
     labels = stored.datasets["labels"]
     scalars = stored.group("scalars")
+    if int(a.get("format_version", 1)) < 2 and "min_inner_product" in scalars:
+        # format 1 counted one linked group spanning more than 90 degrees as one
+        # cluster: read it with the spread rule of today (count 0)
+        counts = np.where((counts == 1) & (scalars["min_inner_product"] < 0), 0, counts)
     edges = stored.datasets["histogram/bin_edges"]
     hist = stored.datasets["histogram/counts"]
     eps = float(a["eps"])
@@ -644,6 +729,9 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
         "delta": float(a["delta"]),
         "span_tol": float(a["span_tol"]),
     }
+    if "mass_fraction" in a:
+        settings["mass_fraction"] = float(a["mass_fraction"])
+        settings["max_mode"] = int(a["max_mode"])
     batch = int(a["batch"]) or None
     m = cols["merges"]
     grouped: dict[tuple, list[int]] = defaultdict(list)
@@ -694,8 +782,11 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
         "source": os.fspath(path),
         "model": str(a.get("model", "")) or None,
     }
+    fourier = stored.group("fourier") if "fourier/mode" in stored.datasets else {}
     return AnalysisResult(
-        times, counts, labels, scalars, edges, hist, merges, splits, plateaus, ts, settings, info
+        times, counts, labels, scalars, edges, hist, merges, splits, plateaus, ts, settings, info,
+        mass_counts=stored.datasets.get("mass_count"), fourier_mode=fourier.get("mode"),
+        fourier_modulus=fourier.get("modulus"),
     )
 
 

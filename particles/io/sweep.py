@@ -8,7 +8,7 @@ schema and software versions)::
                                sweep (JSON: fixed fields, axes, runs, deltas, eps,
                                levels, root seed), seed (decimal string),
                                config (JSON of the fixed fields)
-    /sweep                     attrs: format = 1, axes (JSON list of the swept
+    /sweep                     attrs: format = 2, axes (JSON list of the swept
                                fields, grid order), runs, points, eps
         axes/<name>            values of each swept field (float64, int64 or str)
         time     (F,)          save times (shared by every grid point)
@@ -19,7 +19,7 @@ schema and software versions)::
         done     (points, runs) uint8: 1 once the system's results are on disk
         systems/               per-system results, written as tasks finish:
             pair_counts        (points, runs, F, K) uint: pairs i<j, <x_i,x_j> > 1 - delta
-            cluster_count      (points, runs, F)    uint
+            cluster_count      (points, runs, F)    uint, 0: spread (no clusters)
             energy             (points, runs, F)    float32
             order_parameter    (points, runs, F)    float32
             formation_time     (points, runs)       float64, NaN: not seen
@@ -79,8 +79,10 @@ __all__ = ["FORMAT", "KIND", "SWEEP", "SweepHeader", "SweepLayout", "SweepWriter
 #: ``/parameters`` attribute ``kind`` of a sweep file.
 KIND = "sweep"
 
-#: version of the ``/sweep`` layout above.
-FORMAT = 1
+#: version of the ``/sweep`` layout above (2: a spread system counts 0
+#: clusters, where format 1 counted its one linked group as 1; the statistics
+#: spread_fraction and first_merge_one_cluster).
+FORMAT = 2
 
 #: per-system datasets with a frame axis (name -> extra axes after the frame axis).
 FRAME_DATASETS = ("pair_counts", "cluster_count", "energy", "order_parameter")
@@ -438,6 +440,12 @@ class SweepWriter:
         """
         path = Path(path)
         read_header(path)  # one-line errors for files that are no sweeps
+        with open_sweep(path) as f:
+            stored = int(f["sweep"].attrs.get("format", 0))
+        if stored < FORMAT:  # its counts follow other rules: no mixing of the two
+            raise sweep_error(path, f"written by an older particles (sweep format {stored}, "
+                              "which counts a spread system as one cluster); run the sweep "
+                              "again without --resume")
 
         def prepare(f: h5py.File) -> None:
             f["parameters"].attrs["complete"] = np.int8(0)

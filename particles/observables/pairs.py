@@ -6,7 +6,9 @@ Per system of a frame:
   with ``<x_i, x_j> > 1 - delta``, one count per threshold;
 * ``clusters`` (setting ``eps``): ``cluster_count``, the clusters of the
   components detector (:func:`particles.analysis.components.component_labels`:
-  connected components of "geodesic distance < eps");
+  connected components of "geodesic distance < eps"), 0 for a spread system
+  (a component wider than 90 degrees, the rule of
+  :mod:`particles.observables.spread`);
 * ``pair_energy``: ``energy``, the energy the same pass sums (the default
   ``1/(2 beta N^2) sum_ij m_i m_j exp(beta <x_i, x_j>)``, the ``pairwise``
   observer's to rounding: the pair terms are summed in an order of their
@@ -17,8 +19,9 @@ product per pair, vectorised over the pairs, the exponentials vectorised;
 the clusters of n <= MASK_MAX_N tokens from bitmasks, of more by a
 union-find), so chosen together they cost one pass.  The close pairs and the
 cluster counts are exact (the detector's inner products); the NumPy twins
-are :func:`close_pairs_reference` and
-:func:`particles.analysis.components.component_labels_reference`.
+are :func:`close_pairs_reference`,
+:func:`particles.analysis.components.component_labels_reference` and
+:func:`particles.observables.spread.wide_systems_reference`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from particles._numba import cached, jit, prange
 from particles.fastexp import exp_row, lane_total
 from particles.observables.base import Context
 from particles.observables.energy import kernel_energy
+from particles.observables.spread import wide_component
 
 __all__ = ["MASK_MAX_N", "close_pairs_reference", "find_root", "frame_statistics",
            "pair_observer"]
@@ -149,21 +153,14 @@ def _diagonal_close(XT2, k, v, off, n, cos_eps):
 
 
 @jit
-def _popcount(x):
-    """Set bits of the uint64 x."""
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
-
-
-@jit
-def _circulant_components(C, n):
+def _circulant_components(C, n, labels):
     """Connected components of the graph on n <= 64 tokens whose edges are the
     set bits of the diagonal masks C (n // 2 + 1,): bit i of C[k] links i and
     i + k mod n.  The isolated tokens at once, then a breadth-first search
     over token sets (one uint64 each): the neighbours of a set F through
-    diagonal k are rot(F & C[k], k) | (C[k] & rot(F, -k))."""
+    diagonal k are rot(F & C[k], k) | (C[k] & rot(F, -k)).  Returns the
+    count; labels (n,) gets the component of each token (ids 0 .. count - 1,
+    in no particular order)."""
     nu = np.uint64(n)
     full = ~_U0 if n == 64 else (_U1 << nu) - _U1
     touched = _U0
@@ -172,11 +169,15 @@ def _circulant_components(C, n):
         c = C[k]
         touched |= c | (((c << ku) | (c >> (nu - ku))) & full)
     unseen = touched & full
-    count = np.int64(_popcount(full & ~touched))
+    count = np.int64(0)
+    for i in range(n):
+        if ((touched >> np.uint64(i)) & _U1) == _U0:  # an isolated token
+            labels[i] = count
+            count += 1
     while unseen != _U0:
-        count += 1
         front = unseen & (~unseen + _U1)  # the lowest token left
         unseen ^= front
+        comp = front
         while front != _U0:
             new = _U0
             for k in range(1, n // 2 + 1):
@@ -186,6 +187,11 @@ def _circulant_components(C, n):
                 new |= ((f << ku) | (f >> (nu - ku))) | (c & ((front >> ku) | (front << (nu - ku))))
             front = new & unseen
             unseen ^= front
+            comp |= front
+        for i in range(n):
+            if ((comp >> np.uint64(i)) & _U1) != _U0:
+                labels[i] = count
+        count += 1
     return count
 
 
@@ -227,13 +233,20 @@ def _stats_mask(Xb, thresholds, cos_eps, beta, wts, msq, pairs, counts, esum):
         XT2 = np.empty((d, 2 * n))
         v = np.empty(max(n * (n // 2), 1))
         C = np.empty(n // 2 + 1, dtype=np.uint64)
+        labels = np.empty(n, dtype=np.int64)
+        S = np.empty((n, d))
+        snorm = np.empty(n)
+        unsure = np.empty(n, dtype=np.uint8)
         for b in range(blk * bs, min(B, (blk + 1) * bs)):
             _double_transpose(Xb, b, XT2)
             for k in range(1, n // 2 + 1):
                 C[k] = _diagonal_close(XT2, k, v, (k - 1) * n, n, cos_eps)
             for t in range(K):
                 pairs[b, t] = _count_above(v, P, thresholds[t])
-            counts[b] = _circulant_components(C, n)
+            counts[b] = _circulant_components(C, n, labels)
+            # the spread rule (n singletons have no wide component)
+            if counts[b] < n and wide_component(Xb[b], labels, S, snorm, unsure):
+                counts[b] = 0
             if beta > 0.0:
                 for p in range(P):
                     v[p] = beta * (v[p] - 1.0)
@@ -264,6 +277,9 @@ def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
         v = np.empty(n)
         parent = np.empty(n, dtype=np.int64)
         lab2 = np.empty(2 * n, dtype=np.int64)
+        S = np.empty((n, d))
+        snorm = np.empty(n)
+        unsure = np.empty(n, dtype=np.uint8)
         for i in range(n):
             m2[i] = m2[i + n] = m[i]
         for b in range(blk * bs, min(B, (blk + 1) * bs)):
@@ -307,8 +323,12 @@ def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
             esum[b] = e_acc
             c = 0
             for i in range(n):
-                if find_root(parent, i) == i:
+                r = find_root(parent, i)
+                lab2[i] = r  # the component of each token, for the spread rule
+                if r == i:
                     c += 1
+            if c < n and wide_component(Xb[b], lab2, S, snorm, unsure):
+                c = 0
             counts[b] = c
 
 
@@ -344,7 +364,9 @@ def frame_statistics(x: np.ndarray, deltas: np.ndarray, eps: float | None, beta:
     pairs : ndarray of int64, shape (m, k)
         As :func:`close_pairs_reference`.
     counts : ndarray of int64, shape (m,)
-        As :func:`particles.analysis.components.component_labels`.
+        As :func:`particles.analysis.components.count_clusters`: the
+        components, or 0 where one is wider than 90 degrees (spread,
+        :mod:`particles.observables.spread`).
     energy : ndarray, shape (m,)
         ``1/(2 beta N^2) sum_ij m_i m_j exp(beta <x_i, x_j>)`` (its beta = 0
         limit ``1/(2 N^2) sum_ij m_i m_j <x_i, x_j>``), the default ``energy``

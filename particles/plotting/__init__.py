@@ -32,6 +32,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from particles.analysis import AnalysisResult, InnerProductHistogram, analyze
+from particles.display import time_text, value_text
 from particles.paths import check_output_path
 from particles.plotting.titles import run_title, time_label
 
@@ -49,6 +50,11 @@ _FORMATION = "tab:green"
 def _new_axes(projection: str | None = None, figsize=(5.0, 4.0)) -> Axes:
     fig = Figure(figsize=figsize, layout="constrained")
     return fig.add_subplot(projection=projection)
+
+
+def _clusters_text(k: int) -> str:
+    """``"3 clusters"``, ``"1 cluster"``, or ``"spread"`` for a count of 0."""
+    return "spread (no clusters)" if k == 0 else f"{k} cluster{'s' if k != 1 else ''}"
 
 
 def _positive(times: np.ndarray) -> np.ndarray:
@@ -457,7 +463,7 @@ def _mark_events(
             linestyle="--",
             linewidth=1.2,
             zorder=1,
-            label=f"{label} t={form:.3g}",
+            label=f"{label} t={time_text(form)}",
         )
 
 
@@ -466,12 +472,22 @@ BANDS = ((0.05, 0.95, 0.15), (0.25, 0.75, 0.35))
 
 
 def _quantile_bands(
-    ax: Axes, t: np.ndarray, values: np.ndarray, color: str, *, discrete: bool, step: bool
+    ax: Axes, t: np.ndarray, values: np.ndarray, color: str, *, discrete: bool, step: bool,
+    missing: int | None = None,
 ) -> None:
-    """Median line and the :data:`BANDS` of an ensemble's values (frames, batch)."""
+    """Median line and the :data:`BANDS` of an ensemble's values (frames, batch);
+    values equal to ``missing`` are left out (a frame with nothing else: a gap)."""
     method = "inverted_cdf" if discrete else "linear"
     levels = sorted({q for lo, hi, _ in BANDS for q in (lo, hi)} | {0.5})
-    qs = dict(zip(levels, np.quantile(values, levels, axis=1, method=method), strict=True))
+    if missing is not None and np.any(values == missing):
+        per = np.full((len(levels), values.shape[0]), np.nan)
+        for f, row in enumerate(values):
+            kept = row[row != missing]
+            if kept.size:
+                per[:, f] = np.quantile(kept, levels, method=method)
+    else:
+        per = np.quantile(values, levels, axis=1, method=method)
+    qs = dict(zip(levels, per, strict=True))
     for lo, hi, alpha in BANDS:
         ax.fill_between(
             t, qs[lo], qs[hi], color=color, alpha=alpha, linewidth=0,
@@ -482,6 +498,14 @@ def _quantile_bands(
         ax.step(t, qs[0.5], where="post", color=color, linewidth=2.0, label=label)
     else:
         ax.plot(t, qs[0.5], color=color, linewidth=2.0, label=label)
+
+
+def _shade_spread(ax: Axes, t: np.ndarray, spread: np.ndarray, label: str) -> None:
+    """Grey spans over the runs of frames that are spread (one legend entry)."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], spread.astype(np.int8), [0]])))
+    for k, (a, b) in enumerate(zip(edges[::2], edges[1::2], strict=True)):
+        ax.axvspan(t[a], t[min(b, t.size - 1)], color="0.6", alpha=0.25, linewidth=0,
+                   label=label if k == 0 else None)
 
 
 def plot_cluster_count(
@@ -502,7 +526,9 @@ def plot_cluster_count(
     counts : ndarray, shape (frames,) or (frames, batch)
         One system (a staircase) or an ensemble: its median staircase with
         the 25-75 % band and a lighter 5-95 % band (quantiles of the counts
-        per frame, values the ensemble takes).
+        per frame, values the ensemble takes).  A count of 0 is a spread
+        system (no clusters): left out of the staircase and the quantiles,
+        and its frames shaded grey (an ensemble: where most systems are).
     ax : Axes, optional
     merges : list of MergeEvent, optional
         Marked by vertical lines (fast merges grey, those after the formation
@@ -527,17 +553,22 @@ def plot_cluster_count(
         if p.long_lived:
             ax.axvspan(max(p.start, t[0]), p.end, color="tab:blue", alpha=0.08, linewidth=0)
     span = (float(t[0]), float(t[-1])) if t.size else None
+    # count 0: spread, no clusters (particles.observables.spread): a gap, shaded
+    gap = np.where(c == 0, np.nan, c.astype(np.float64))
     if c.ndim == 1:
-        ax.step(t, c, where="post", color="tab:blue", linewidth=1.6, label="clusters")
+        ax.step(t, gap, where="post", color="tab:blue", linewidth=1.6, label="clusters")
+        _shade_spread(ax, t, c == 0, "spread (no clusters)")
         _mark_events(ax, merges, formation_time, annotate=True, span=span)
     else:
-        _quantile_bands(ax, t, c, "tab:blue", discrete=True, step=True)
+        _quantile_bands(ax, t, c, "tab:blue", discrete=True, step=True, missing=0)
         if system is not None:
-            ax.step(t, c[:, system], where="post", color="k", linewidth=0.7, alpha=0.6,
+            ax.step(t, gap[:, system], where="post", color="k", linewidth=0.7, alpha=0.6,
                     label=f"system {system}")
+        _shade_spread(ax, t, 2 * np.sum(c == 0, axis=1) > c.shape[1],
+                      "most systems spread (no clusters)")
         _mark_events(ax, None, formation_time, annotate=False, label="median formation")
     ax.set_xscale("log")
-    top = int(np.max(c)) if c.size else 1
+    top = max(int(np.max(c)), 1) if c.size else 1
     if top > 40:
         # counts spanning decades: log axis, but with plain integer labels
         ax.set_yscale("log")
@@ -622,7 +653,7 @@ def _run_title(traj: Any, analysis: AnalysisResult, system: int | None = None) -
     if info.get("batch"):
         ens = (f", system {system} of {info['batch']}" if system is not None
                else f", ensemble of {info['batch']}")
-    return f"n={info['n']}, d={info['d']}, β={info['beta']:g}{ens}"
+    return f"n={info['n']}, d={info['d']}, β={value_text(info['beta'])}{ens}"
 
 
 def _system(a: np.ndarray, batch: int | None, system: int) -> np.ndarray:
@@ -762,7 +793,7 @@ def _draw_histogram(v: _View) -> Figure:
             (analysis.bin_edges, analysis.histograms[f]),
             ax,
             log=log_histogram,
-            title=f"t = {T[f]:.3g}",
+            title=f"t = {time_text(T[f])}",
         )
         ax.label_outer()
     for ax in axes[idx.size :]:
@@ -781,8 +812,8 @@ def _draw_sphere(v: _View) -> Figure:
     last = T.size - 1 if times is None else int(_frames_at(T, times)[-1])
     labels = _system(analysis.labels, batch, system)[last]
     d = path.shape[-1]
-    k = len(np.unique(labels))
-    head = f"{member}\nt = {T[last]:.3g}, {k} cluster{'s' if k > 1 else ''}"
+    head = f"{member}\nt = {time_text(T[last])}, " + _clusters_text(
+        int(_system(analysis.counts, batch, system)[last]))
     if d == 2:
         fig = Figure(figsize=(10.0, 4.8), layout="constrained")
         ax = fig.add_subplot(1, 2, 1)
@@ -839,7 +870,8 @@ def _staircase(v: _View) -> _Staircase:
         form = float(km.quantile(0.5))
         if np.isnan(form):
             censored_note = (
-                f"median formation > {T[-1]:.3g} ({km.censored} of {km.systems} not formed)"
+                f"median formation > {time_text(T[-1])} ({km.censored} of {km.systems} "
+                "not formed)"
             )
 
     return _Staircase(counts, energy, one_system, pred, form, censored_note)
@@ -972,6 +1004,7 @@ def save_movie(
     _check_system(batch, system)
     path = _system(np.asarray(traj.positions, dtype=np.float64), batch, system)
     labels = _system(analysis.labels, batch, system)
+    counts = _system(analysis.counts, batch, system)
     T = analysis.times
     frames, n, d = path.shape
     idx = np.unique(np.linspace(0, frames - 1, min(frames, max_frames)).round().astype(int))
@@ -1013,8 +1046,7 @@ def save_movie(
                 dots.set_offsets(shown[f])
             else:
                 dots._offsets3d = tuple(shown[f].T)  # the documented way to move 3-D points
-            kf = len(np.unique(labels[f]))
-            heading.set_text(f"{title}\nt = {T[f]:.3g}, {kf} cluster{'s' if kf > 1 else ''}")
+            heading.set_text(f"{title}\nt = {time_text(T[f])}, {_clusters_text(int(counts[f]))}")
             writer.grab_frame()
     return Path(out)
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from particles.analysis import DEFAULT_EPS, cluster_sizes_centers, component_labels
 from particles.analysis.comparison import ComparisonResult, model_label
+from particles.display import time_text, value_text
 from particles.errors import ConfigError
 from particles.paths import check_output_path, put_in_place, temporary_path
 from particles.trajectory import Trajectory
@@ -54,7 +55,7 @@ def _model_title(t: Trajectory) -> str:
     cfg = t.config
     label = model_label(cfg.model)
     if cfg.model == "kuramoto":
-        parts = [f"c={cfg.coupling:g}"]
+        parts = [f"c={value_text(cfg.coupling)}"]
         if isinstance(cfg.omega, str):
             parts.append(f"ω~{cfg.omega}")
         elif cfg.omega is not None:
@@ -104,7 +105,7 @@ def _draw_circle(ax, traj: Trajectory, initial: np.ndarray, color: str, eps: flo
     ax.set_ylim(-1.35, 1.35)
     ax.set_axis_off()
     ax.set_title(
-        f"{model_label(traj.config.model)} at t={traj.times[-1]:g}\n"
+        f"{model_label(traj.config.model)} at t={time_text(traj.times[-1])}\n"
         f"{count} cluster{'s' * (count != 1)}, r={r:.2f}",
         fontsize=9,
         color=color,
@@ -168,14 +169,14 @@ def comparison_figure(
     else:
         ax_c.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax_c.set_ylim(0, top_count + 1)
-    ax_c.set_ylabel(f"clusters (eps={eps:g})")
+    ax_c.set_ylabel(f"clusters (eps={value_text(eps)})")
     ax_e.set_ylim(0, 1.05)
     ax_e.set_ylabel("normalised energy\n" + r"$2\beta e^{-\beta}E_\beta$")
     ax_e.set_xlabel("time t" + (" (log)" if log else ""))
     for ax in (ax_r, ax_c, ax_e):
         ax.grid(True, which="major", color="0.9", linewidth=0.6)
     top.suptitle(
-        f"n={cfg.n}, β={cfg.beta:g}: {', '.join(map(model_label, trajs))} "
+        f"n={cfg.n}, β={value_text(cfg.beta)}: {', '.join(map(model_label, trajs))} "
         "from the same initial condition"
     )
 

@@ -25,6 +25,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
+from particles.display import time_text, value_text
 from particles.io import load
 from particles.io.density import is_density_file, load_density
 from particles.meanfield.wasserstein import w1_circle_density
@@ -64,13 +65,13 @@ def default_density_output(path: str | os.PathLike, kind: str) -> Path:
 
 def density_title(config: Any) -> str:
     """``"mean field usa, β=9, D=0.01, M=256, init perturbed, seed 3"``."""
-    parts = [f"mean field {config.model}", f"β={config.beta:g}"]
+    parts = [f"mean field {config.model}", f"β={value_text(config.beta)}"]
     if config.model == "usa" and getattr(config, "usa_scale", "n") != "n":
         parts.append(f"usa_scale {config.usa_scale}")
     if config.D:
-        parts.append(f"D={config.D:g}")
+        parts.append(f"D={value_text(config.D)}")
     if config.model == "kuramoto" and getattr(config, "coupling", 1.0) != 1.0:
-        parts.append(f"c={config.coupling:g}")
+        parts.append(f"c={value_text(config.coupling)}")
     parts += [f"M={config.modes}", f"init {config.init}"]
     seed = seed_text(config.seed)
     if seed:
@@ -135,7 +136,7 @@ def density_figure(result: Any, *, times: ArrayLike | None = None) -> Figure:
         heat.axhline(t[f], color="w", lw=0.6, ls=":")
     colors = [f"C{i % 10}" for i in range(len(picks))]
     for f, c in zip(picks, colors, strict=True):
-        prof.plot(*_periodic(theta, rho[f]), color=c, lw=1.2, label=f"t = {t[f]:g}")
+        prof.plot(*_periodic(theta, rho[f]), color=c, lw=1.2, label=f"t = {time_text(t[f])}")
     prof.axhline(1 / _TWO_PI, color="0.6", lw=0.8, ls="--", label="uniform 1/(2π)")
     prof.set_xlabel("θ")
     prof.set_ylabel(f"{_RHO}(θ)")
@@ -242,8 +243,10 @@ def w1_against_density(traj: Any, density: Any) -> W1Curve:
     i, j = common_frames(np.asarray(traj.times), np.asarray(density.times))
     if i.size == 0:
         raise ValueError(
-            f"the run (t = {traj.times[0]:g} .. {traj.times[-1]:g}, {len(traj.times)} frames) "
-            f"and the density (t = {density.times[0]:g} .. {density.times[-1]:g}, "
+            f"the run (t = {time_text(traj.times[0])} .. {time_text(traj.times[-1])}, "
+            f"{len(traj.times)} frames) "
+            f"and the density (t = {time_text(density.times[0])} .. "
+            f"{time_text(density.times[-1])}, "
             f"{len(density.times)} frames) share no save time; save both at the same times"
         )
     w1 = np.array([w1_circle_density(theta[a], density.rho[b], weights)
@@ -283,7 +286,7 @@ def compare_figure(density: Any, traj: Any, *, times: ArrayLike | None = None) -
                 color="0.75", label=f"tokens (n={theta.shape[1]})")
         ax.plot(*_periodic(np.asarray(density.theta), np.asarray(density.rho[b])),
                 color="C3", lw=1.2, label=f"{_RHO} (mean field)")
-        ax.set_title(f"t = {curve.times[k]:g}, W1 = {curve.w1[k]:.3g}", fontsize="small")
+        ax.set_title(f"t = {time_text(curve.times[k])}, W1 = {curve.w1[k]:.3g}", fontsize="small")
         ax.set_xlim(0, _TWO_PI)
         _pi_ticks(ax)
         ax.set_xlabel("θ")
@@ -301,11 +304,11 @@ def compare_figure(density: Any, traj: Any, *, times: ArrayLike | None = None) -
     run = traj.config
     what = "particles"
     if run is not None:
-        what = f"particles {run.model}, n={run.n}, β={run.beta:g}"
+        what = f"particles {run.model}, n={run.n}, β={value_text(run.beta)}"
         if run.model == "usa" and run.usa_scale != "n":
             what += f", usa_scale {run.usa_scale}"
         if getattr(run, "noise", 0.0):
-            what += f", noise {run.noise:g} (D = {run.noise ** 2 / 2:.3g})"
+            what += f", noise {value_text(run.noise)} (D = {run.noise ** 2 / 2:.3g})"
     fig.suptitle(f"{what}  vs  {density_title(density.config)}", fontsize="medium")
     return fig
 

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from particles.analysis.comparison import KernelComparison
+from particles.display import time_text, value_text
 from particles.paths import check_output_path
 from particles.plotting import plot_histogram
 from particles.plotting.compare import STYLES, log_time
@@ -106,12 +107,12 @@ def kernel_comparison_figure(result: KernelComparison, *, times: ArrayLike | Non
         if result.times[f] > 0 or not log:
             ax_c.axvline(result.times[f], color="0.8", linewidth=0.8, linestyle=":", zorder=0)
     ax_c.set_xlabel("time t" + (" (log)" if log else ""))
-    ax_c.set_ylabel(f"clusters (eps={result.eps:g})")
+    ax_c.set_ylabel(f"clusters (eps={value_text(result.eps)}; 0: spread)")
     ax_c.grid(True, which="major", color="0.9", linewidth=0.6)
     ax_c.legend(loc="best", fontsize=9)
     cfg = runs[0].trajectory.config
     top.suptitle(
-        f"{cfg.model.upper()}, n={x0.shape[0]}, d={x0.shape[1]}, β={cfg.beta:g}, "
+        f"{cfg.model.upper()}, n={x0.shape[0]}, d={x0.shape[1]}, β={value_text(cfg.beta)}, "
         f"{seed_text(result.seed)}: {len(runs)} kernels from the same initial tokens"
     )
 
@@ -123,7 +124,8 @@ def kernel_comparison_figure(result: KernelComparison, *, times: ArrayLike | Non
             plot_histogram((result.bin_edges, run.histograms[f]), ax, log=True,
                            color=color, alpha=0.75)
             c = int(run.clusters[f])
-            ax.set_title(f"t={result.times[f]:.3g}: {c} cluster{'s' * (c != 1)}", fontsize=9)
+            what = "spread" if c == 0 else f"{c} cluster{'s' * (c != 1)}"  # 0: spread
+            ax.set_title(f"t={time_text(result.times[f])}: {what}", fontsize=9)
             ax.tick_params(labelsize=8)
             if i < rows - 1:
                 ax.set_xlabel("")

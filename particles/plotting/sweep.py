@@ -53,6 +53,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from particles.display import time_text, value_text
 from particles.paths import check_output_path
 
 __all__ = [
@@ -95,6 +96,8 @@ _LABELS = {
     "cluster_mean": "mean cluster count",
     "cluster_quantile": "cluster count",
     "cluster_distribution": "fraction of systems",
+    "spread_fraction": "fraction of systems spread (no clusters)",
+    "first_merge_one_cluster": "systems that formed one cluster",
     "energy_mean": "mean energy",
     "order_parameter_mean": "order parameter r",
     "formation_time": "formation time",
@@ -368,11 +371,7 @@ def _title(ds: Any, drawn: Sequence[str]) -> str:
 
 
 def _fmt(v: Any) -> str:
-    if isinstance(v, bytes):
-        v = v.decode()
-    if isinstance(v, (float, np.floating)):
-        return f"{float(v):g}"
-    return str(v)
+    return value_text(v)  # grid values rounded for display; the file keeps them exact
 
 
 def _new_axes(figsize=(5.5, 4.0)) -> Axes:
@@ -428,7 +427,8 @@ def plot_phase_diagram(
     xs = x.astype(np.float64) if numeric else np.arange(x.size, dtype=np.float64)
     mesh = ax.pcolormesh(xs, t, np.asarray(frac.values, dtype=np.float64), shading="nearest",
                          vmin=0.0, vmax=1.0, cmap="viridis")
-    ax.figure.colorbar(mesh, ax=ax, label=f"fraction of pairs with ⟨x_i, x_j⟩ > 1 \u2212 {d:g}")
+    ax.figure.colorbar(mesh, ax=ax,
+                       label=f"fraction of pairs with ⟨x_i, x_j⟩ > 1 \u2212 {value_text(d)}")
     if not numeric:
         ax.set_xticks(xs, [_fmt(v) for v in x])
     model = str(sweep_setting(ds, "model", "sa"))
@@ -438,7 +438,7 @@ def plot_phase_diagram(
         fine = np.linspace(float(xs.min()), float(xs.max()), 200)
         front = np.array([frontier_time(b, d, int(n), model, scale) for b in fine])
         ax.plot(fine, front, color="white", lw=2.0, ls="--",
-                label=f"theory (d → ∞): \u03c1_β(t) = 1 \u2212 {d:g}")
+                label=f"theory (d → ∞): \u03c1_β(t) = 1 \u2212 {value_text(d)}")
         ax.legend(loc="upper left", fontsize="small", framealpha=0.6)
     ax.set_xlim(float(xs.min()) - 0.5 * _step(xs), float(xs.max()) + 0.5 * _step(xs))
     ax.set_ylim(float(t.min()), float(t.max()))
@@ -515,7 +515,7 @@ def plot_cluster_counts(
     x = _x_values(ds, axis, ax)
     for j, t in enumerate(_nearest_times(ds, times, default=4)):
         da = ds["cluster_quantile"].sel(time=t).transpose(axis, "quantile")
-        _band(ax, x, da, _COLORS[j % len(_COLORS)], f"t = {t:g}")
+        _band(ax, x, da, _COLORS[j % len(_COLORS)], f"t = {time_text(t)}")
     ax.set_xlabel(_axis_label(axis))
     ax.set_ylabel("cluster count (median, quartiles)")
     ax.set_ylim(bottom=0.5)
@@ -604,7 +604,7 @@ def plot_sweep_curve(
         deltas = np.asarray(ds["delta"].values, dtype=np.float64)
         k = int(deltas.argmax()) if delta is None else stored_index("delta", deltas, delta)
         da = da.isel(delta=k)
-        label_extra = f", δ = {deltas[k]:g}"
+        label_extra = f", δ = {value_text(deltas[k])}"
     if "clusters" in da.dims:
         k = 1 if clusters is None else int(clusters)
         ks = [int(v) for v in ds["clusters"].values]
@@ -626,10 +626,11 @@ def plot_sweep_curve(
             sub = da.sel(time=t)
             color = _COLORS[j % len(_COLORS)]
             if "quantile" in sub.dims:
-                _band(ax, x, sub.transpose(axis, "quantile"), color, f"t = {t:g}{label_extra}")
+                _band(ax, x, sub.transpose(axis, "quantile"), color,
+                      f"t = {time_text(t)}{label_extra}")
             else:
                 ax.plot(x, np.asarray(sub.transpose(axis).values, float), color=color,
-                        marker="o", ms=3, label=f"t = {t:g}{label_extra}")
+                        marker="o", ms=3, label=f"t = {time_text(t)}{label_extra}")
     elif "quantile" in da.dims:
         _band(ax, x, da.transpose(axis, "quantile"), _COLORS[0], "median, quartiles")
     else:
@@ -643,7 +644,7 @@ def plot_sweep_curve(
     if theory and stat == "order_parameter_mean" and axis == "coupling" and gamma is not None:
         fine = np.linspace(float(x.min()), float(x.max()), 400)
         ax.plot(fine, kuramoto_lorentzian_r(fine, gamma), color="k", ls="--",
-                label=f"√(1 \u2212 2\u03b3/K), \u03b3 = {gamma:g} (n → ∞)")
+                label=f"√(1 \u2212 2\u03b3/K), \u03b3 = {value_text(gamma)} (n → ∞)")
     positive = any((np.isfinite(y) & (y > 0)).any() for y in drawn)
     if (log if log is not None else stat in LOG_STATISTICS) and positive:
         ax.set_yscale("log")

@@ -15,6 +15,7 @@ import textwrap
 from typing import Any
 
 from particles.analysis.comparison import model_label
+from particles.display import value_text
 from particles.fields.kernels import KERNELS, USA_SCALES
 from particles.models import MODELS
 
@@ -32,7 +33,7 @@ def kernel_text(config: Any) -> str:
 
     param = KERNEL_PARAMETERS[config.kernel]
     value = getattr(config, param)
-    return f"{config.kernel} kernel, {_SYMBOLS.get(param, param)}={value:g}"
+    return f"{config.kernel} kernel, {_SYMBOLS.get(param, param)}={value_text(value)}"
 
 
 def _matrix_text(name: str, value: Any) -> str | None:
@@ -87,7 +88,7 @@ def run_title(
     model = MODELS[cfg.model]
     parts = [model_label(cfg.model)]
     if "coupling" in model.parameters:
-        parts.append(f"c={cfg.coupling:g}")
+        parts.append(f"c={value_text(cfg.coupling)}")
     if "omega" in model.parameters:
         if isinstance(cfg.omega, str):
             parts.append(f"ω~{cfg.omega}")
@@ -96,7 +97,7 @@ def run_title(
     if model.attention:
         parts.append(kernel_text(cfg))
         if not KERNELS[cfg.kernel].time_change and cfg.beta:
-            parts.append(f"β={cfg.beta:g} (energy)")
+            parts.append(f"β={value_text(cfg.beta)} (energy)")
     parts.append(f"n={cfg.n}, d={cfg.d}")
     if model.attention:
         for name in ("Q", "K", "V"):
@@ -112,7 +113,7 @@ def run_title(
         if cfg.heads > 1:
             parts.append(f"{cfg.heads} heads")
         if cfg.layer_time is not None:
-            parts.append(f"layers of {cfg.layer_time:g} time units")
+            parts.append(f"layers of {value_text(cfg.layer_time)} time units")
         if cfg.normalization != "softmax":
             parts.append(f"{cfg.normalization} normalisation")
     if cfg.masses is not None:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from particles.display import time_text
 from particles.errors import ResumeMismatch, TrajectoryFileError
 from particles.io.density import DENSITY, DensitySummary, save_times
 from particles.io.hdf5 import FLUSH_INTERVAL
@@ -173,4 +174,4 @@ def summary_line(s: DensitySummary) -> str:
              f"min density {obs['min_density']:.3g}",
              f"max density {float(np.max(s.final)):.4g}",
              f"{s.step} steps ({int(obs['rejected_steps'])} rejected)"]
-    return f"{s.frames} frames to t={s.time:g} ({status}), " + ", ".join(parts)
+    return f"{s.frames} frames to t={time_text(s.time)} ({status}), " + ", ".join(parts)

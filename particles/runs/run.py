@@ -53,7 +53,6 @@ from pathlib import Path
 import numpy as np
 
 from particles.analysis import DEFAULT_EPS, count_clusters
-from particles.analysis.comparison import is_spread
 from particles.config import SimulationConfig
 from particles.engine import initial_positions, iter_frames
 from particles.errors import ResumeMismatch, RunFailed, RunInterrupted
@@ -84,7 +83,7 @@ class RunResult(RunSummary):
     """A :class:`~particles.io.RunSummary` of a session's file, with cluster counts."""
 
     def cluster_count(self, eps: float | None = None) -> int | np.ndarray:
-        """Clusters of the last frame (:func:`particles.analysis.count_clusters`).
+        """Clusters of the last frame (:func:`particles.analysis.count_clusters`; 0: spread).
 
         Returns
         -------
@@ -93,24 +92,20 @@ class RunResult(RunSummary):
         return count_clusters(self.final, DEFAULT_EPS if eps is None else eps)
 
     def spread(self, eps: float | None = None) -> bool | np.ndarray:
-        """Whether the last frame's one cluster is a spread population, not a cluster.
+        """Whether the last frame is a spread population, not clusters.
 
-        True where :meth:`cluster_count` is 1 and some ``<x_i, x_j> < 0``: one
-        eps-linked component spanning more than 90 degrees (an incoherent
-        Kuramoto population), as :class:`~particles.analysis.comparison.ModelSummary`
-        says in ``compare``'s table.
+        True where :meth:`cluster_count` is 0: an eps-linked group of tokens
+        spans more than 90 degrees (an incoherent Kuramoto population; the
+        rule of :mod:`particles.observables.spread`), as
+        :class:`~particles.analysis.comparison.ModelSummary` says in
+        ``compare``'s table.
 
         Returns
         -------
         bool, or ndarray of bool with shape (batch,) for an ensemble
         """
-        counts = np.atleast_1d(self.cluster_count(eps))
-        systems = self.final.reshape(-1, self.config.n, self.config.d)
-        observed = self.final_observables.get("min_inner_product")  # recorded: not again
-        observed = [None] * len(counts) if observed is None else np.atleast_1d(observed)
-        out = np.array([is_spread(int(k), x, m)
-                        for k, x, m in zip(counts, systems, observed, strict=True)])
-        return bool(out[0]) if self.config.batch is None else out
+        counts = self.cluster_count(eps)
+        return bool(counts == 0) if np.ndim(counts) == 0 else np.asarray(counts) == 0
 
 
 def summarize(path: Path) -> RunResult:

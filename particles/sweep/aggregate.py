@@ -11,21 +11,31 @@ pair_fraction          (*grid, time, delta)           mean over systems of the f
                                                       of pairs i < j with
                                                       ``<x_i, x_j> > 1 - delta``
 cluster_distribution   (*grid, time, clusters)        fraction of systems with k clusters
-cluster_mean           (*grid, time)                  mean cluster count
-cluster_quantile       (*grid, time, quantile)        quantiles of the count (values the
-                                                      ensemble takes, inverted CDF)
+spread_fraction        (*grid, time)                  fraction of systems spread (no
+                                                      clusters: count 0)
+cluster_mean           (*grid, time)                  mean cluster count of the systems
+                                                      not spread (NaN: all spread)
+cluster_quantile       (*grid, time, quantile)        quantiles of the count of the systems
+                                                      not spread (values the ensemble
+                                                      takes, inverted CDF; NaN: all spread)
 energy_mean            (*grid, time)                  mean energy (the ``energy`` observable)
 order_parameter_mean   (*grid, time)                  mean ``r = |mean_i x_i|``
 formation_time         (*grid, quantile)              Kaplan-Meier quantiles
-first_merge_time       (*grid, quantile)              (inf: not reached by T)
+first_merge_time       (*grid, quantile)              (inf: not reached by T; NaN: no
+                                                      system at risk of a merge)
 formation_censored     (*grid)                        systems not formed by T
-first_merge_censored   (*grid)                        formed, no merge by T
+first_merge_censored   (*grid)                        formed 2+ clusters, no merge by T
+first_merge_one_cluster (*grid)                       formed one cluster: not at risk
 single_cluster_time    (*grid, system)                first time with one cluster (inf)
 =====================  =============================  ===============================
 
-Formation and first merge follow :mod:`particles.analysis.ensemble`
+A count of 0 is a spread system (a linked group wider than 90 degrees, no
+clusters: :mod:`particles.observables.spread`); the distribution's rows and
+``spread_fraction`` sum to 1.  Formation and first merge follow
+:mod:`particles.analysis.ensemble`
 (:func:`~particles.analysis.ensemble.ensemble_stats`: formation over every
-system, first merge over the systems that formed).
+system, first merge over the systems that formed two or more clusters; those
+that formed one cannot merge and are counted in ``first_merge_one_cluster``).
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ __all__ = ["STATS", "aggregate_point"]
 STATS: dict[str, tuple[str, ...]] = {
     "pair_fraction": ("time", "delta"),
     "cluster_distribution": ("time", "clusters"),
+    "spread_fraction": ("time",),
     "cluster_mean": ("time",),
     "cluster_quantile": ("time", "quantile"),
     "energy_mean": ("time",),
@@ -48,6 +59,7 @@ STATS: dict[str, tuple[str, ...]] = {
     "first_merge_time": ("quantile",),
     "formation_censored": (),
     "first_merge_censored": (),
+    "first_merge_one_cluster": (),
     "single_cluster_time": ("system",),
 }
 
@@ -87,20 +99,29 @@ def aggregate_point(systems: dict[str, np.ndarray], *, n: int, times: np.ndarray
     es = ensemble_stats(times, counts.T, systems["formation_time"],
                         systems["first_merge_time"], levels=levels)
 
-    def finite(q: np.ndarray) -> np.ndarray:
-        return np.where(np.isnan(q), np.inf, q)
+    def finite(q: np.ndarray, systems: int) -> np.ndarray:
+        # not reached by T: inf; nobody at risk: undefined (NaN)
+        return np.where(np.isnan(q), np.inf, q) if systems else np.full(q.shape, np.nan)
 
+    clustered = counts != 0  # spread systems (count 0) have no cluster count
+    have = clustered.sum(axis=0)
+    mean = np.full(counts.shape[1], np.nan)
+    np.divide(np.where(clustered, counts, 0).sum(axis=0), have, out=mean, where=have > 0)
+    quantiles = es.count_quantiles.astype(np.float64)
+    quantiles[have == 0] = np.nan
     return {
         "pair_fraction": pair_fraction,
         "cluster_distribution": distribution,
-        "cluster_mean": counts.mean(axis=0),
-        "cluster_quantile": es.count_quantiles.astype(np.float64),
+        "spread_fraction": (runs - have) / runs,
+        "cluster_mean": mean,
+        "cluster_quantile": quantiles,
         "energy_mean": np.asarray(systems["energy"], dtype=np.float64).mean(axis=0),
         "order_parameter_mean": np.asarray(systems["order_parameter"],
                                            dtype=np.float64).mean(axis=0),
-        "formation_time": finite(es.formation_quantiles),
-        "first_merge_time": finite(es.first_merge_quantiles),
+        "formation_time": finite(es.formation_quantiles, es.formation.systems),
+        "first_merge_time": finite(es.first_merge_quantiles, es.first_merge.systems),
         "formation_censored": np.int64(es.formation.censored),
         "first_merge_censored": np.int64(es.first_merge.censored),
+        "first_merge_one_cluster": np.int64(es.one_cluster),
         "single_cluster_time": np.asarray(systems["single_cluster_time"], dtype=np.float64),
     }

@@ -10,7 +10,8 @@ the positions of a frame are dropped once reduced (kept only with
 * ``pair_counts``: pairs ``i < j`` with ``<x_i, x_j> > 1 - delta``, one count
   per threshold (the ``close_pairs`` observer, for the sweep's deltas);
 * ``cluster_count``: the clusters of the components detector (the
-  ``clusters`` observer, for its eps);
+  ``clusters`` observer, for its eps), 0 for a spread system (a linked group
+  wider than 90 degrees, :mod:`particles.observables.spread`);
 * ``energy``: summed by the same pass (the ``pair_energy`` observer; the
   energy of the kernel that ran where one is defined);
 * ``order_parameter``: the ``order`` observer's ``r``;
@@ -19,7 +20,8 @@ the first three from one compiled pass over the pairs of every system
 (:mod:`particles.observables.pairs`); and per system: the formation and
 first-merge times of its cluster-count series (:mod:`particles.analysis.merges`:
 the first long-lived plateau, NaN when not seen), and
-``single_cluster_time``, the first save time with one cluster (inf if never).
+``single_cluster_time``, the first save time with one cluster (inf if never;
+a spread state is no cluster).
 
 Seeds (:mod:`particles.seeds`): system ``s`` of grid point ``g`` draws its
 initial positions from spawn key ``(3, g, s, 0)`` and its noise from
@@ -146,7 +148,7 @@ def _timescales(times, counts, min_decades, time_unit, formation, first_merge):
                 length = np.log10(t_last / max(times[a], time_unit))
             else:
                 length = -np.inf
-            if length >= min_decades:
+            if length >= min_decades and counts[b, a] > 0:  # count 0: spread, no formation
                 formation[b] = times[a]
                 if not censored:
                     first_merge[b] = times[e]

@@ -13,6 +13,7 @@ from synthetic import collapsing, write_file
 
 from particles.analysis import analyze
 from particles.analysis.ensemble import ensemble_stats, kaplan_meier
+from particles.analysis.merges import find_plateaus, find_timescales
 from particles.io.analysis import analysis_path
 from particles.plotting import make_figure, save_plot
 
@@ -59,8 +60,69 @@ def test_censored_quantiles_say_beyond_the_run():
     np.testing.assert_allclose(st.first_merge.at([0, 2, 5]), [1, 2 / 3, 1 / 3])
     text = st.table()
     assert "censored 1 of 4 (not formed)" in text
-    assert "censored 1 of 3 (formed, no merge); 1 not formed: left out" in text
+    assert "censored 1 of 3 (formed 2+ clusters, no merge); 1 not formed: left out" in text
     assert "> 5" in text and "P(T_merge > t)" in text
+
+
+def test_a_system_that_formed_one_cluster_is_not_at_risk_of_a_first_merge():
+    """Issue 28, item 1: one cluster cannot merge; it leaves the risk set (its
+    own count) instead of being censored at the end."""
+    times = np.array([0.0, 1.0, 10.0, 100.0, 1000.0])
+    counts = np.array([[5, 1, 1, 1, 1],    # one cluster from t = 1: nothing to merge
+                       [5, 3, 3, 3, 2],    # three clusters, a merge at 1000
+                       [5, 2, 2, 2, 2],    # two clusters, no merge: censored
+                       [5, 4, 3, 2, 1]])   # the count never rests: not formed
+    scales = [find_timescales(find_plateaus(times, c)) for c in counts]
+    assert [ts.clusters_formed for ts in scales] == [1, 3, 2, 0]
+    form = [ts.formation_time for ts in scales]
+    merge = [ts.first_merge_time for ts in scales]
+    for given in (None, [ts.clusters_formed for ts in scales]):  # read from the counts, or given
+        st = ensemble_stats(times, counts.T, form, merge, clusters_formed=given)
+        assert (st.one_cluster, st.not_formed) == (1, 1)
+        assert (st.first_merge.systems, st.first_merge.censored) == (2, 1)
+        np.testing.assert_array_equal(st.first_merge_quantiles, [1000, 1000, 1000, np.nan,
+                                                                 np.nan])
+    assert "1 formed one cluster and 1 not formed: left out" in st.table()
+    # all formed one cluster: nobody at risk, the quantiles are undefined, not "> T"
+    st = ensemble_stats(times, np.ones((5, 3), int), [1.0] * 3, [np.nan] * 3)
+    assert st.first_merge.systems == 0 and st.one_cluster == 3
+    first = next(line for line in st.table().splitlines() if line.startswith("first merge"))
+    assert "> 1000" not in first and "3 formed one cluster" in first
+
+
+def test_analyze_leaves_one_cluster_systems_out_of_the_first_merge_risk_set(tmp_path):
+    """The issue's `sweep --beta 2 --n 32 --runs 64 --T 1e5` made small, as an
+    ensemble run analysed by `analyze`: the stored risk set against the time
+    scales of a direct count of every system's clusters."""
+    from scipy.sparse.csgraph import connected_components
+
+    from particles.io import load
+
+    path = tmp_path / "m.h5"
+    ok(invoke("simulate", "--beta", "2", "--d", "2", "--n", "8", "--batch", "8",
+              "--integrator", "dopri5", "--rtol", "1e-6", "--T", "1e3",
+              "--save-times", "log:0.01:1e3:30", "--seed", "3", "--out", path))
+    result = invoke("analyze", path)
+    ok(result)
+    traj = load(path)
+
+    def count(x):
+        g = x @ x.T
+        k, labels = connected_components(g > np.cos(0.05), directed=False)
+        return 0 if np.any((labels[:, None] == labels[None, :]) & (g < 0)) else k
+
+    counts = np.array([[count(x) for x in frame] for frame in traj.positions])  # (F, batch)
+    scales = [find_timescales(find_plateaus(traj.times, counts[:, b])) for b in range(8)]
+    one = sum(ts.clusters_formed == 1 for ts in scales)
+    risk = [ts for ts in scales if ts.clusters_formed >= 2]
+    assert one > 0  # at beta = 2 systems gather into one cluster
+    with h5py.File(analysis_path(path), "r") as f:
+        g = f["analysis/ensemble"]
+        assert int(g["first_merge/one_cluster"][()]) == one
+        assert int(g["first_merge/systems"][()]) == len(risk)
+        assert int(g["first_merge/censored"][()]) == sum(np.isnan(ts.first_merge_time)
+                                                          for ts in risk)
+    assert f"{one} formed one cluster" in result.output
 
 
 @pytest.fixture(scope="module")
@@ -117,5 +179,5 @@ def test_ensemble_median_formation_counts_the_systems_that_never_formed(tmp_path
     assert np.isnan(a.timescales[1].formation_time) and np.isnan(a.timescales[2].formation_time)
     fig = make_figure(spread, "clusters", analysis=a)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "median formation > 1e+03 (2 of 3 not formed)" in labels
+    assert "median formation > 1000 (2 of 3 not formed)" in labels
     assert not any(lab.startswith("median formation t=") for lab in labels)

@@ -48,13 +48,14 @@ def test_a_spread_population_is_not_one_cluster_and_r_is_shown():
                            save_times=(0.0, 1.0, 10.0, 100.0))
     traj = Trajectory(np.array([0.0, 1.0, 10.0, 100.0]), np.arange(4), ring(n), {}, cfg)
     res = analyze(traj)
-    assert res.counts.tolist() == [1, 1, 1, 1] and res.spread.all()
+    # stored as 0 clusters (spread), not as the one linked group (issue 28, item 2)
+    assert res.counts.tolist() == [0, 0, 0, 0] and res.spread.all()
     out = res.summary()
     assert "kuramoto" in out.splitlines()[0]
     table = out.split("time scales")[0]
     rows = [line.split() for line in table.splitlines()[3:] if line.strip()]
     assert len(rows) == 4 and all(row[1] == "spread" for row in rows)
-    assert table.splitlines()[2].split() == ["time", "clusters", "r"]
+    assert table.splitlines()[2].split() == ["time", "clusters", ">=1%", "mode", "k", "|c_k|", "r"]
     assert "(1 cluster)" not in out and "spread population, r=" in out
 
 
@@ -90,5 +91,5 @@ def test_simulate_line_says_spread_and_r_for_an_incoherent_population(tmp_path):
                     "--dt", "0.05", "--T", "0.1", "--seed", "2", "--out", str(out))
     ok(result)
     line = result.output.strip().splitlines()[-1]
-    assert "spread (one component over more than 90 degrees)" in line, line
+    assert "spread (a linked group over more than 90 degrees)" in line, line
     assert "clusters 1" not in line and " r 0." in line, line

@@ -75,7 +75,9 @@ def test_analyze_no_write_and_table_times(run_file):
     ok(result)
     rows = [line.split() for line in result.output.splitlines()[2:6]]
     # issue 11 item 10: the table shows the order parameter r next to the count
-    assert rows[0] == ["time", "clusters", "r"] and rows[1][0] == "0" and int(rows[1][1]) > 3
+    # (issue 28 item 2: and the mass-weighted count; d = 3: no Fourier mode)
+    assert rows[0] == ["time", "clusters", ">=1%", "r"] and rows[1][0] == "0"
+    assert int(rows[1][1]) > 3
     assert [r[:2] for r in rows[2:4]] == [["3", "3"], ["1000", "2"]]
     with h5py.File(run_file, "r") as f:
         assert "analysis" not in f

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: layers, lowest first: module-name prefixes (the longest matching prefix wins).
 LAYERS: list[tuple[str, ...]] = [
     ("particles.version", "particles._numba", "particles.fastexp", "particles.errors",
-     "particles.paths", "particles.protocols",
+     "particles.paths", "particles.protocols", "particles.display",
      "particles.seeds", "particles.progress"),
     ("particles.sphere", "particles.trajectory"),
     ("particles.fields", "particles.integrators", "particles.observables"),

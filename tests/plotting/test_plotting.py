@@ -131,3 +131,27 @@ def test_plot_file_uses_the_stored_analysis(tmp_path, monkeypatch):
 
     monkeypatch.setattr(plotting, "analyze", fail)
     assert_picture(plot_file(path, "energy", dpi=50), PNG)
+
+
+def test_clusters_figure_does_not_draw_a_spread_state_as_one_cluster():
+    """Issue 28, item 2: `plot --kind clusters` of a run from a uniform state
+    at large n: the spread frames are no count (a gap, shaded "spread"), not a
+    staircase that starts at 1 cluster."""
+    n = 400
+    theta = 2 * np.pi * np.arange(n) / n  # spacing below eps: one chain round the circle
+    ring = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
+    centres = 2 * np.pi * (np.arange(n) % 4) / 4
+    four = np.stack([np.cos(centres), np.sin(centres)], axis=-1)
+    x = np.stack([ring, ring, ring, four, four, four, four])
+    base = collapsing(2, n=n)
+    traj = type(base)(base.times, base.steps, x, {}, base.config)
+    analysis = analyze(traj)
+    assert analysis.counts.tolist() == [0, 0, 0, 4, 4, 4, 4]
+    ax = make_figure(traj, "clusters", analysis=analysis).axes[0]
+    line = next(ln for ln in ax.get_lines() if ln.get_label() == "clusters")
+    y = np.asarray(line.get_ydata(), dtype=float)
+    shown = TIMES > 0  # the log-time axis leaves t = 0 out
+    assert np.all(np.isnan(y[: 2])) and np.all(y[2:] == 4), y
+    assert shown.sum() == y.size
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "spread (no clusters)" in labels

@@ -350,3 +350,22 @@ def test_a_stored_value_typed_as_printed_is_found(sweep_file, tmp_path):
     from clitools import invoke, ok
 
     ok(invoke("plot", sweep_file, "--delta", "0.01", "--out", tmp_path / "p.png"))
+
+
+def test_grid_values_and_times_are_rounded_for_display():
+    """Issue 28, item 7: ``beta=0.30000000000000004`` reads ``β=0.3`` and a
+    log-spaced save time ``10235.3`` reads ``1.024e+04``; the dataset keeps
+    both exact."""
+    betas = list(np.linspace(0.1, 0.6, 6))
+    assert betas[2] == 0.30000000000000004
+    ds = synthetic({"beta": betas, "d": [2, 3]}, times=(0.0, 1.37, 10235.3, 1e5))
+    ax = plot_cluster_counts(ds, axis="beta", where={"d": 2}, times=[10235.3])
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("t = 1.024e+04" in lab for lab in labels), labels
+    assert not any("10235.3" in lab for lab in labels)
+    ax = plot_sweep_curve(ds, "cluster_mean", axis="d", where={"beta": betas[2]},
+                          times=[10235.3])
+    assert "β=0.3" in ax.get_title() and "0.30000000000000004" not in ax.get_title()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("t = 1.024e+04" in lab for lab in labels), labels
+    assert ds.beta.values[2] == 0.30000000000000004 and ds.time.values[2] == 10235.3

@@ -205,7 +205,10 @@ def test_close_pairs_and_timescales_match_their_twins():
     times = np.concatenate([[0.0], np.logspace(-2, 3, 40)])
     counts = np.maximum(1, 6 - np.cumsum(rng.random((50, 41)) < 0.08, axis=1))
     counts[:5] = counts[:5, :1]  # constant series: censored at once
+    counts[5:15, :25] = 0  # spread for decades: no formation (issue 28)
+    counts[15:18] = 0  # spread to the end
     form, merge = timescales(times, counts)
+    assert np.isnan(form[15:18]).all() and np.isfinite(form[5:15]).any()
     for b in range(counts.shape[0]):
         ts = find_timescales(find_plateaus(times, counts[b]))
         np.testing.assert_equal([form[b], merge[b]], [ts.formation_time, ts.first_merge_time])
@@ -288,7 +291,7 @@ def test_stop_and_resume_reruns_only_unfinished_tasks(reference, tmp_path):
     assert (result.tasks_run, result.systems_run) == (3, 9)
     info = invoke("info", path)
     ok(info)
-    assert "status       complete" in info.output and "beta = 1.0, 5.0" in info.output
+    assert "status       complete" in info.output and "beta = 1, 5" in info.output
     assert_same(contents(path), contents(reference))
     again = run_sweep(None, path, resume=True)  # complete: nothing to do
     assert again.tasks_run == 0 and again.complete
@@ -366,8 +369,24 @@ def test_cli_dry_run_prints_tasks_and_writes_nothing(tmp_path):
     ok(result)
     assert "grid         2 points: beta (2)" in result.output
     assert "tasks        4 of at most 5 systems" in result.output
-    assert "point 1 (beta=5.0) systems 5..8" in result.output
+    assert "point 1 (beta=5) systems 5..8" in result.output
     assert "time" in result.output and not out.exists()
+
+
+def test_grid_values_print_rounded_and_stay_exact_in_the_file(tmp_path):
+    """Issue 28, item 7: the grid 0.1:0.6:6 holds 0.1 + 2 * 0.1 =
+    0.30000000000000004; the dry run and info print 0.3, the file keeps it."""
+    grid = ("--beta", "0.1:0.6:6", "--runs", "1")
+    out = tmp_path / "g.h5"
+    result = invoke("sweep", *ARGS[:-6], *grid, "--seed", "11", "--out", out, "--dry-run")
+    ok(result)
+    assert "point 2 (beta=0.3) systems 0..0" in result.output, result.output
+    ok(invoke("sweep", *ARGS[:-6], *grid, "--seed", "11", "--out", out))
+    info = invoke("info", out)
+    ok(info)
+    assert "beta = 0.1, 0.2, 0.3, 0.4, 0.5, 0.6" in info.output, info.output
+    assert "0.30000000000000004" not in info.output
+    assert load(out).beta.values[2] == 0.30000000000000004
 
 
 def test_cli_toml_grid(tmp_path):

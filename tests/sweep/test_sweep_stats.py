@@ -3,7 +3,8 @@
 n <= MASK_MAX_N, a union-find above) against the components detector, the
 close-pair twin and the energy observable, on random, clustered and chained
 inputs (links just inside and just outside eps), at every word boundary of the
-masks and through the union-find fallback."""
+masks and through the union-find fallback; the spread rule (a component wider
+than 90 degrees counts 0, issue 28) against its NumPy twin."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from particles.analysis.components import component_labels
 from particles.observables import compute_observables
 from particles.observables import pairs as pair_pass
 from particles.observables.pairs import MASK_MAX_N, close_pairs_reference, frame_statistics
+from particles.observables.spread import wide_systems, wide_systems_reference
 
 NS = (1, 2, 31, 32, 33, 64, 65, 130)
 DS = (2, 3, 8)
@@ -58,7 +60,11 @@ def frames(n: int, d: int, eps: float, seed: int = 0) -> np.ndarray:
 
 def check(x: np.ndarray, eps: float, beta: float, masses: np.ndarray) -> np.ndarray:
     pairs, counts, energy = frame_statistics(x, DELTAS, eps, beta, masses)
-    assert np.array_equal(counts, component_labels(x, eps)[1])
+    labels, components = component_labels(x, eps)
+    # the spread rule: a component wider than 90 degrees makes the count 0
+    wide = wide_systems_reference(x, labels)
+    assert np.array_equal(wide_systems(x, labels), wide)
+    assert np.array_equal(counts, np.where(wide, 0, components))
     assert np.array_equal(pairs, close_pairs_reference(x, DELTAS))
     ref = compute_observables(x, beta, masses)["energy"]
     # beta > 0: positive terms, relative; beta = 0: terms of size 1, absolute
@@ -75,8 +81,8 @@ def test_statistics_match_the_detector_the_twin_and_the_observable(n, d):
         for beta, masses in ((2.0, np.ones(n)), (0.0, np.ones(n)),
                              (0.7, np.linspace(0.5, 2.0, n))):
             seen.update(check(x, eps, beta, masses).tolist())
-    if n >= 31:  # chains and clusters give components of many sizes
-        assert 1 in seen and len(seen) > 6, sorted(seen)
+    if n >= 31:  # chains and clusters give components of many sizes, and spread chains
+        assert 1 in seen and 0 in seen and len(seen) > 6, sorted(seen)
     if 31 <= n <= 64:  # chains shorter than the circle: links just outside eps
         assert n in seen, sorted(seen)
 
