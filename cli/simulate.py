@@ -22,6 +22,8 @@ from particles.config import SimulationConfig
 from particles.io import OutputPathError, TrajectoryFileError, read_summary
 from particles.runs import RunResult, resume_path, run_to_file
 from particles.runs.estimate import check_fits, estimate
+from particles.runs.extend import check_extension
+from particles.runs.run import config_differences
 
 
 def summary_line(s: RunResult) -> str:
@@ -83,6 +85,21 @@ def resume_config(out: Path, options: dict, config_file: Path | None) -> Simulat
     return config
 
 
+def extended(given: SimulationConfig, stored: SimulationConfig) -> SimulationConfig:
+    """The configuration a resume with ``given`` runs: the stored one extended to a
+    later ``T`` (and save times) where only those differ, else ``given`` as it is
+    (what it cannot extend, :func:`particles.runs.run_to_file` refuses, saying why)."""
+    if given.seed is None:
+        given = given.replace(seed=stored.seed)
+    differences = set(config_differences(given, stored))
+    if differences and differences <= {"T", "save_times"}:
+        try:
+            return check_extension(given, stored)
+        except ValueError:
+            pass
+    return given
+
+
 def check_estimate(
     out: Path, config: SimulationConfig | None, *, resume: bool, dry_run: bool, check: bool
 ) -> None:
@@ -99,7 +116,7 @@ def check_estimate(
             raise click.BadParameter(str(exc), param_hint="'--out'") from None
         except TrajectoryFileError as exc:  # as run_to_file would report it
             raise click.UsageError(str(exc)) from None
-        config = config or stored
+        config = extended(config, stored) if config is not None else stored
         written = out.stat().st_size
     est = estimate(config)
     if dry_run:
@@ -133,7 +150,9 @@ def check_estimate(
     "stored in it; the original command's options may be given again (refused, "
     "naming them, where they differ from the stored ones).  With a larger --T "
     "alone, extends the run (complete or not) to it, bit-identical to asking for "
-    "that --T from the start.",
+    "that --T from the start: a --save-every grid goes on, and log- or lin-spaced "
+    "--save-times go on with the same spacing (the same points per decade); or give "
+    "--save-times that start with the stored ones.",
 )
 @click.option(
     "--config",
