@@ -140,7 +140,8 @@ def compare_kernels(
         Number of inner-product histogram bins on [-1, 1].
     plot : str or path-like, optional
         Also write :func:`plot_kernel_comparison` to this PNG once every
-        kernel ran (checked before any run; never replaced unless ``overwrite``).
+        kernel ran (checked before any run; never replaced unless ``overwrite``);
+        it records the seed, kernels, configuration and versions in its metadata.
     overwrite : bool
         Replace an existing ``plot``.
 
@@ -186,7 +187,7 @@ def compare_kernels(
         hists = np.stack([histogram.compute(x).counts.copy() for x in traj.positions])
         runs[k] = KernelRun(k, traj, clusters, hists)
     times = next(iter(runs.values())).trajectory.times
-    result = KernelComparison(runs, x0, times, histogram.bin_edges, eps, int(first.seed))
+    result = KernelComparison(runs, x0, times, histogram.bin_edges, eps, int(first.seed), first)
     if plot is not None:
         plot_kernel_comparison(result, plot, overwrite=overwrite)
     return result
