@@ -19,6 +19,7 @@ from particles_cli.options import (
 from particles_cli.session import run_session
 
 from particles.config import SimulationConfig
+from particles.integrators import INTEGRATORS
 from particles.io import OutputPathError, TrajectoryFileError, read_summary
 from particles.runs import RunResult, resume_path, run_to_file
 from particles.runs.estimate import check_fits, estimate
@@ -101,11 +102,15 @@ def extended(given: SimulationConfig, stored: SimulationConfig) -> SimulationCon
 
 
 def check_estimate(
-    out: Path, config: SimulationConfig | None, *, resume: bool, dry_run: bool, check: bool
+    out: Path, config: SimulationConfig | None, *, resume: bool, dry_run: bool, check: bool,
+    x0: np.ndarray | None = None,
 ) -> None:
     """Estimate the run before any work: print it (``dry_run``) and refuse what cannot fit.
 
-    ``config`` None with ``resume`` means the configuration stored in ``out``.
+    ``config`` None with ``resume`` means the configuration stored in ``out``.  A
+    dry run of an adaptive integrator counts its steps with a short probe
+    (:func:`particles.runs.probe.probed_estimate`, from ``x0`` where given);
+    the check before a run needs sizes only.
     """
     written = 0
     if resume:
@@ -119,6 +124,11 @@ def check_estimate(
         config = extended(config, stored) if config is not None else stored
         written = out.stat().st_size
     est = estimate(config)
+    if dry_run and INTEGRATORS[config.integrator].adaptive:
+        from particles.runs.probe import probed_estimate
+
+        click.echo("probing the adaptive steps (compiles the kernels once) ...", err=True)
+        est = probed_estimate(config, x0=x0)
     if dry_run:
         click.echo(f"{out} (dry run: nothing written)")
         click.echo("\n".join(est.lines()))
@@ -191,7 +201,10 @@ def simulate(
     once (exit status 1), naming the free space needed; --resume continues
     it once there is room.  Before any work the memory, output size and
     time are estimated; a run that cannot fit is refused (--no-size-check
-    starts it anyway, --dry-run prints the estimate only).
+    starts it anyway, --dry-run prints the estimate only: for an adaptive
+    integrator it first counts the steps with a short probe of the run, about
+    a second once the kernels are compiled, and says when a time is a bound
+    rather than an estimate).
     """
     values = given_values(options, config_file)
     if not no_size_check:
@@ -208,7 +221,8 @@ def simulate(
         config, x0 = build_config(options, config_file)
     check_exclusive(options)
     if dry_run or not no_size_check:
-        check_estimate(out, config, resume=resume, dry_run=dry_run, check=not no_size_check)
+        check_estimate(out, config, resume=resume, dry_run=dry_run, check=not no_size_check,
+                       x0=x0)
         if dry_run:
             return
     run_session(
