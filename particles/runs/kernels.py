@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 from particles.analysis import DEFAULT_EPS, InnerProductHistogram, count_clusters
 from particles.analysis.comparison import KernelComparison, KernelRun
 from particles.config import KERNEL_PARAMETERS, SimulationConfig, check_names
-from particles.engine import initial_positions, simulate
+from particles.engine import simulate
 from particles.fields import KERNELS
 from particles.plotting.kernels import (
     default_times,
@@ -36,6 +36,7 @@ from particles.plotting.kernels import (
     plot_kernel_comparison,
 )
 from particles.runs.compare import check_output
+from particles.runs.initial import initial_tokens
 
 __all__ = [
     "KernelComparison",
@@ -178,7 +179,7 @@ def compare_kernels(
     if plot is not None:
         plot = check_output(plot, overwrite)
     first = configs[kernels[0]].resolved()
-    x0 = initial_positions(first)[0]
+    x0 = initial_tokens(first)[0]
     common["seed"] = first.seed
     runs = {}
     for k in kernels:

@@ -31,11 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles.config import SimulationConfig
-from particles.engine import initial_positions, integrate
+from particles.engine import integrate
 from particles.errors import IntegrationError
 from particles.integrators import INTEGRATORS
 from particles.models import MODELS, build_problem
 from particles.runs.estimate import Estimate, estimate
+from particles.runs.initial import initial_tokens
 
 __all__ = ["PROBE_PAIRWISE_TOKENS", "PROBE_SECONDS", "PROBE_TOKENS", "StepProbe",
            "probe_steps", "probed_estimate", "proxy_config"]
@@ -160,7 +161,7 @@ def probe_steps(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
     proxy = proxy_config(config, PROBE_PAIRWISE_TOKENS if pairwise else PROBE_TOKENS)
     m = proxy.n
     x = None if x0 is None else np.asarray(x0).reshape(-1, config.n, config.d)[:1, :m]
-    X0 = initial_positions(proxy, x)
+    X0 = initial_tokens(proxy, x)
     T = float(config.T)
     if T <= 0:
         return StepProbe(0.0, 0, 0.0, T, m, time.perf_counter() - start)

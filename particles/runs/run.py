@@ -58,7 +58,7 @@ import numpy as np
 from particles.analysis import DEFAULT_EPS, count_clusters
 from particles.analysis.comparison import is_spread
 from particles.config import SimulationConfig
-from particles.engine import initial_positions, iter_frames
+from particles.engine import iter_frames
 from particles.errors import ResumeMismatch, RunFailed, RunInterrupted
 from particles.io.h5md import (
     FLUSH_INTERVAL,
@@ -69,6 +69,7 @@ from particles.io.h5md import (
 )
 from particles.progress import Progress
 from particles.runs.extend import check_extension
+from particles.runs.initial import initial_tokens
 from particles.runs.session import Resume, Stops, check_output_path, stream
 from particles.runs.session import resume_path as resume_kind
 
@@ -245,7 +246,7 @@ def run_to_file(
         if x0 is not None and config.init != "array":
             config = config.replace(init="array")
         spec = config.resolved()
-        x0 = initial_positions(spec, x0)
+        x0 = initial_tokens(spec, x0)  # density:FILE drawn here, before any file is made
 
     def frames(config: SimulationConfig, state: RunSummary | None):
         if state is None:
