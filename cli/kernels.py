@@ -80,7 +80,9 @@ def kernels(
     The tokens are drawn once from --seed; every kernel shares the model,
     integrator and output times.  --tau goes to rbf and l2, --gamma to
     quadratic (edp at beta and rbf at tau = beta/2 coincide on the sphere).
-    Prints the PNG written and the final cluster count and mean inner
+    Prints the PNG written, the seed (drawn when --seed is not given; also in
+    the title and, for PNG, PDF and SVG, in the image's metadata with the
+    configuration and versions) and the final cluster count and mean inner
     product per kernel.
     """
     given = {k: v for k, v in options.items() if v is not None}
@@ -109,4 +111,7 @@ def kernels(
                 raise click.BadParameter(message, param_hint=f"'{option_name(field)}'") from None
             raise click.UsageError(message) from None
     click.echo(str(out))
+    # drawn when not given: printed (and in the title and the image's metadata)
+    # so that `--seed` remakes the figure
+    click.echo(f"seed {result.seed}")
     click.echo(result.table())

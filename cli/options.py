@@ -74,11 +74,14 @@ class InitSpec:
 
 
 def _is_path(value: str) -> bool:
-    return value.endswith(".npy") or "/" in value
+    """A ``PATH.npy`` of positions (not a named init, whose parameter may be a file)."""
+    name = value.partition(":")[0]
+    text = name in INITIAL_CONDITIONS and INITIAL_CONDITIONS[name].text
+    return not text and (value.endswith(".npy") or "/" in value)
 
 
 def parse_init_value(value: str, base: Path | None = None) -> InitSpec:
-    """Parse ``uniform|orthogonal|equispaced|cap:EPS|vmf:KAPPA|PATH.npy``.
+    """Parse ``uniform|orthogonal|equispaced|cap:EPS|vmf:KAPPA|density:FILE|PATH.npy``.
 
     Raises
     ------

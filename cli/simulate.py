@@ -20,9 +20,12 @@ from particles_cli.session import run_session
 
 from particles.config import SimulationConfig
 from particles.display import time_text
+from particles.integrators import INTEGRATORS
 from particles.io import OutputPathError, TrajectoryFileError, read_summary
 from particles.runs import RunResult, resume_path, run_to_file
 from particles.runs.estimate import check_fits, estimate
+from particles.runs.extend import check_extension
+from particles.runs.run import config_differences
 
 
 def summary_line(s: RunResult) -> str:
@@ -87,12 +90,31 @@ def resume_config(out: Path, options: dict, config_file: Path | None) -> Simulat
     return config
 
 
+def extended(given: SimulationConfig, stored: SimulationConfig) -> SimulationConfig:
+    """The configuration a resume with ``given`` runs: the stored one extended to a
+    later ``T`` (and save times) where only those differ, else ``given`` as it is
+    (what it cannot extend, :func:`particles.runs.run_to_file` refuses, saying why)."""
+    if given.seed is None:
+        given = given.replace(seed=stored.seed)
+    differences = set(config_differences(given, stored))
+    if differences and differences <= {"T", "save_times"}:
+        try:
+            return check_extension(given, stored)
+        except ValueError:
+            pass
+    return given
+
+
 def check_estimate(
-    out: Path, config: SimulationConfig | None, *, resume: bool, dry_run: bool, check: bool
+    out: Path, config: SimulationConfig | None, *, resume: bool, dry_run: bool, check: bool,
+    x0: np.ndarray | None = None,
 ) -> None:
     """Estimate the run before any work: print it (``dry_run``) and refuse what cannot fit.
 
-    ``config`` None with ``resume`` means the configuration stored in ``out``.
+    ``config`` None with ``resume`` means the configuration stored in ``out``.  A
+    dry run of an adaptive integrator counts its steps with a short probe
+    (:func:`particles.runs.probe.probed_estimate`, from ``x0`` where given);
+    the check before a run needs sizes only.
     """
     written = 0
     if resume:
@@ -103,9 +125,14 @@ def check_estimate(
             raise click.BadParameter(str(exc), param_hint="'--out'") from None
         except TrajectoryFileError as exc:  # as run_to_file would report it
             raise click.UsageError(str(exc)) from None
-        config = config or stored
+        config = extended(config, stored) if config is not None else stored
         written = out.stat().st_size
     est = estimate(config)
+    if dry_run and INTEGRATORS[config.integrator].adaptive:
+        from particles.runs.probe import probed_estimate
+
+        click.echo("probing the adaptive steps (compiles the kernels once) ...", err=True)
+        est = probed_estimate(config, x0=x0)
     if dry_run:
         click.echo(f"{out} (dry run: nothing written)")
         click.echo("\n".join(est.lines()))
@@ -137,7 +164,9 @@ def check_estimate(
     "stored in it; the original command's options may be given again (refused, "
     "naming them, where they differ from the stored ones).  With a larger --T "
     "alone, extends the run (complete or not) to it, bit-identical to asking for "
-    "that --T from the start.",
+    "that --T from the start: a --save-every grid goes on, and log- or lin-spaced "
+    "--save-times go on with the same spacing (the same points per decade); or give "
+    "--save-times that start with the stored ones.",
 )
 @click.option(
     "--config",
@@ -176,7 +205,10 @@ def simulate(
     once (exit status 1), naming the free space needed; --resume continues
     it once there is room.  Before any work the memory, output size and
     time are estimated; a run that cannot fit is refused (--no-size-check
-    starts it anyway, --dry-run prints the estimate only).
+    starts it anyway, --dry-run prints the estimate only: for an adaptive
+    integrator it first counts the steps with a short probe of the run, about
+    a second once the kernels are compiled, and says when a time is a bound
+    rather than an estimate).
     """
     values = given_values(options, config_file)
     if not no_size_check:
@@ -193,7 +225,8 @@ def simulate(
         config, x0 = build_config(options, config_file)
     check_exclusive(options)
     if dry_run or not no_size_check:
-        check_estimate(out, config, resume=resume, dry_run=dry_run, check=not no_size_check)
+        check_estimate(out, config, resume=resume, dry_run=dry_run, check=not no_size_check,
+                       x0=x0)
         if dry_run:
             return
     run_session(

@@ -194,7 +194,9 @@ def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
         done = np.zeros((spec.points, spec.runs), dtype=bool)
     size = chunk or default_chunk(spec, 1)
     tasks = plan_tasks(spec, done, size)
-    est = sweep_estimate(spec)
+    from particles.runs.probe import PROBE_SECONDS
+
+    est = sweep_estimate(spec, probe=PROBE_SECONDS)  # adaptive steps: probed
     click.echo(f"{out} (dry run: nothing written)")
     axes = ", ".join(f"{k} ({len(v)})" for k, v in spec.axes) or "none (one point)"
     click.echo(f"grid         {spec.points} points: {axes}")

@@ -164,8 +164,9 @@ def check_names(field: str, value: Any, registry) -> tuple[str, ...]:
     return names
 
 
-def parse_init(init: str) -> tuple[str, float | None]:
-    """Split ``"cap:0.3"`` into ``("cap", 0.3)``; ``"uniform"`` into ``("uniform", None)``.
+def parse_init(init: str) -> tuple[str, float | str | None]:
+    """Split ``"cap:0.3"`` into ``("cap", 0.3)``; ``"uniform"`` into ``("uniform", None)``;
+    ``"density:field.h5"`` into ``("density", "field.h5")`` (a text parameter).
 
     Names, parameters and their rules come from
     :data:`particles.sphere.INITIAL_CONDITIONS`.
@@ -178,6 +179,10 @@ def parse_init(init: str) -> tuple[str, float | None]:
                           if c.parameter)
         _fail("init", "one of " + ", ".join(INITIAL_CONDITIONS) + f" ({forms})", init)
     entry = INITIAL_CONDITIONS[name]
+    if entry.text:
+        if not arg:
+            _fail("init", f"'{name}:{entry.parameter}' with {entry.allowed}", init)
+        return name, arg
     if entry.parameter is not None:
         if not arg:
             _fail("init", f"'{name}:VALUE' with a number", init)
@@ -276,8 +281,10 @@ def _init_help() -> str:
         param = INITIAL_CONDITIONS[name].parameter
         return f"{name}:{param}" if param else name
 
-    names = " | ".join(form(k) for k, c in INITIAL_CONDITIONS.items() if c.sample is not None)
-    return f"Initial condition: {names} | PATH.npy of shape (n, d) or (batch, n, d)."
+    names = " | ".join(form(k) for k, c in INITIAL_CONDITIONS.items()
+                       if c.sample is not None or c.text)
+    return (f"Initial condition: {names} (angles drawn from a mean-field file's initial "
+            "density) | PATH.npy of shape (n, d) or (batch, n, d).")
 
 
 def _omega_help() -> str:

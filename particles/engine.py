@@ -102,6 +102,9 @@ def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) ->
         raise ValueError("seed must be resolved before drawing positions (config.resolved())")
     name, param = parse_init(config.init)
     entry = sphere.INITIAL_CONDITIONS[name]
+    if entry.text:  # a file, which this layer does not read
+        raise ValueError(f"init={config.init!r} is drawn from a file by the sessions: give "
+                         "x0=particles.runs.initial.initial_tokens(config) (run_to_file does)")
     if entry.sample is None:
         raise ValueError(f"init={name!r} needs x0")
     x = entry.sample(n, d, param, rng=init_rng(config.seed), batch=B)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from particles.analysis.components import DEFAULT_EPS, count_clusters
-from particles.config import KERNEL_PARAMETERS
+from particles.config import KERNEL_PARAMETERS, SimulationConfig
 from particles.display import time_text, value_text
 from particles.io.compare import load_comparison
 from particles.models import MODELS
@@ -239,6 +239,9 @@ class KernelComparison:
         Cluster linking distance (radians) of the counts.
     seed : int
         The root seed that drew ``x0``, recorded in every configuration.
+    config : SimulationConfig, optional
+        The configuration ``x0`` was drawn with (the first kernel's, with its
+        ``init`` and ``seed``: each run's own records ``init="array"``).
     """
 
     runs: dict[str, KernelRun]
@@ -247,6 +250,7 @@ class KernelComparison:
     bin_edges: np.ndarray
     eps: float
     seed: int
+    config: SimulationConfig | None = None
 
     @property
     def kernels(self) -> tuple[str, ...]:

@@ -118,6 +118,7 @@ __all__ = [
     "expected_frames",
     "inspect_group",
     "load",
+    "read_first_frame",
     "read_observables",
     "read_summary",
     "run_bytes",
@@ -358,6 +359,32 @@ def load(path: str | Path):
             config=h.config,
             complete=h.complete,
         )
+
+    return read_retrying(path, _inspect, reader, "trajectory")
+
+
+def read_first_frame(path: str | Path) -> tuple[SimulationConfig, np.ndarray]:
+    """The configuration and the positions of frame 0 of a trajectory file (the
+    initial condition), reading no other frame.
+
+    Returns
+    -------
+    (SimulationConfig, ndarray)
+        Positions of shape (n, d), or (batch, n, d) for an ensemble.
+
+    Raises
+    ------
+    TrajectoryFileError
+        As :func:`load`, or a run that kept no frame 0 (``positions="final"``
+        or ``"none"``).
+    """
+
+    def reader(f: h5py.File, h: _Header) -> tuple[SimulationConfig, np.ndarray]:
+        if h.config.positions != "all":
+            raise file_error(Path(path), f"keeps positions={h.config.positions!r}: no first "
+                             "frame (rerun it with positions 'all')")
+        first = np.asarray(f[_POSITION]["value"][0], dtype=np.float64)
+        return h.config, finite_frames(first[None], Path(path), "positions")[0]
 
     return read_retrying(path, _inspect, reader, "trajectory")
 

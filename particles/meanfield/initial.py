@@ -15,6 +15,12 @@ spec          density
               phase=0``
 ``vonmises``  ``exp(kappa cos(theta - mu)) / (2 pi I_0(kappa))``; defaults ``kappa=1,
               mu=0``
+``particles`` the kernel density estimate (:mod:`particles.meanfield.kde`) of the
+              tokens of a circle run's first frame (``d = 2``; an ensemble pooled):
+              ``particles:file=PATH[,bandwidth=H]``, ``H`` in radians (default
+              0: two grid cells, ``4 pi / M``).  The file is read by the session
+              (:func:`particles.runs.meanfield.run_meanfield_to_file`), which
+              records the bandwidth it used; :func:`make_density` refuses it.
 ============  ====================================================================
 """
 
@@ -30,7 +36,11 @@ INITS: dict[str, dict[str, tuple[float, type]]] = {
     "perturbed": {"eps": (1e-3, float), "kmax": (32, int)},
     "modes": {"k": (1, int), "eps": (1e-3, float), "phase": (0.0, float)},
     "vonmises": {"kappa": (1.0, float), "mu": (0.0, float)},
+    "particles": {"file": ("", str), "bandwidth": (0.0, float)},
 }
+
+#: initial densities read from a file by the session, not made from the spec alone.
+FROM_FILE = ("particles",)
 
 
 def parse_init(spec: str) -> tuple[str, dict[str, float]]:
@@ -55,6 +65,11 @@ def parse_init(spec: str) -> tuple[str, dict[str, float]]:
             known = ", ".join(schema) or "none"
             raise ValueError(f"init {name!r}: unknown parameter {item!r} (known: {known})")
         kind = schema[key][1]
+        if kind is str:
+            if not value:
+                raise ValueError(f"init {name!r}: {key} must not be empty")
+            params[key] = value
+            continue
         try:
             num = float(value)
         except ValueError:
@@ -71,6 +86,12 @@ def parse_init(spec: str) -> tuple[str, dict[str, float]]:
         raise ValueError(f"init 'modes': k must be >= 1, got {params['k']!r}")
     if name == "vonmises" and params["kappa"] < 0:
         raise ValueError(f"init 'vonmises': kappa must be >= 0, got {params['kappa']!r}")
+    if name == "particles":
+        if not params["file"]:
+            raise ValueError("init 'particles' needs file=PATH (a trajectory of d = 2)")
+        if params["bandwidth"] < 0:
+            raise ValueError(f"init 'particles': bandwidth must be >= 0 (0: two grid "
+                             f"cells), got {params['bandwidth']!r}")
     return name, params
 
 
@@ -88,6 +109,9 @@ def make_density(spec: str, M: int, seed: int = 0) -> np.ndarray:
         Bad spec, or a density that is not positive (``eps`` too large).
     """
     name, p = parse_init(spec)
+    if name in FROM_FILE:
+        raise ValueError(f"init {name!r} is read from {p['file']}: the session draws it "
+                         "(particles.runs.meanfield.run_meanfield_to_file)")
     theta = grid(M)
     if name == "uniform":
         rho = np.ones(M)

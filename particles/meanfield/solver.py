@@ -477,7 +477,8 @@ def _frame(config: MeanFieldConfig, t: float, rho: np.ndarray, state: SolverStat
 
 
 def solve(config: MeanFieldConfig, *, state: SolverState | None = None,
-          on_frame: Callable[[DensityFrame], None] | None = None) -> DensityResult:
+          on_frame: Callable[[DensityFrame], None] | None = None,
+          rho0: np.ndarray | None = None) -> DensityResult:
     """Solve the mean-field PDE of ``config`` from 0 (or ``state``) to ``config.T``.
 
     Parameters
@@ -490,6 +491,9 @@ def solve(config: MeanFieldConfig, *, state: SolverState | None = None,
     on_frame : callable, optional
         Called with every :class:`DensityFrame` as soon as it is computed
         (t = 0 included unless resuming), e.g. to append it to a file.
+    rho0 : ndarray, shape (M,), optional
+        The initial density (default :func:`initial_density` of ``config``;
+        needed for an ``init`` read from a file, such as ``particles:file=``).
 
     Returns
     -------
@@ -505,7 +509,7 @@ def solve(config: MeanFieldConfig, *, state: SolverState | None = None,
     """
     M = int(config.modes)
     frames: list[DensityFrame] = []
-    for fr in solve_frames(config, state=state):
+    for fr in solve_frames(config, state=state, rho0=rho0):
         frames.append(fr)
         if on_frame is not None:
             on_frame(fr)
@@ -536,12 +540,21 @@ def _check_state(config: MeanFieldConfig, state: SolverState) -> SolverState:
     return SolverState(t=t, rho=rho, dt=h, steps=int(state.steps), rejected=int(state.rejected))
 
 
-def solve_frames(config: MeanFieldConfig, *, state: SolverState | None = None
-                 ) -> Iterator[DensityFrame]:
+def _check_rho0(config: MeanFieldConfig, rho0: np.ndarray) -> np.ndarray:
+    """A given initial density checked against ``config`` (ValueError when it does not fit)."""
+    rho = np.array(rho0, dtype=np.float64)
+    if rho.shape != (int(config.modes),) or not np.all(np.isfinite(rho)) or rho.min() < 0:
+        raise ValueError(f"rho0 must be {int(config.modes)} finite densities >= 0, got an "
+                         f"array of shape {rho.shape}")
+    return rho
+
+
+def solve_frames(config: MeanFieldConfig, *, state: SolverState | None = None,
+                 rho0: np.ndarray | None = None) -> Iterator[DensityFrame]:
     """The frames of :func:`solve`, each yielded as soon as it is computed.
 
-    Parameters and errors as :func:`solve` (a bad ``state`` raises when the
-    first frame is asked for).
+    Parameters and errors as :func:`solve` (a bad ``state`` or ``rho0`` raises
+    when the first frame is asked for; ``rho0`` is ignored when resuming).
 
     Yields
     ------
@@ -552,7 +565,7 @@ def solve_frames(config: MeanFieldConfig, *, state: SolverState | None = None
     times = config.frame_times()
     stepper = _Stepper(config)
     if state is None:
-        rho = initial_density(config)
+        rho = initial_density(config) if rho0 is None else _check_rho0(config, rho0)
         t, steps, rejected = 0.0, 0, 0
         h = float(config.dt0) if config.dt0 is not None else stepper.first_step(rho, T)
         pending = times

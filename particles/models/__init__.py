@@ -50,6 +50,12 @@ class Model:
         summaries.
     attention : bool
         Whether the model attends: it has a kernel and Q, K, V (Kuramoto does not).
+    pairwise : bool
+        Whether one drift evaluation visits every pair of tokens, O(n^2) (SA,
+        USA), or every token a fixed number of times, O(n) (Kuramoto, whose
+        sine coupling collapses to the order parameter): what a run's cost
+        counts before any field is built (:mod:`particles.runs.estimate`).
+        The same as its field's :attr:`~particles.fields.CompiledField.pairwise`.
     """
 
     name: str
@@ -59,6 +65,7 @@ class Model:
     label: str = ""
     parameters: tuple[str, ...] = ()
     attention: bool = True
+    pairwise: bool = True
 
     def build(self, config: RunSpec, positions: np.ndarray, *,
               keys: np.ndarray | None = None) -> Problem:
@@ -90,7 +97,7 @@ MODELS: dict[str, Model] = {
               usa_problem, label="USA", parameters=("usa_scale",)),
         Model("kuramoto", "Kuramoto oscillators on the circle (d = 2), O(n)",
               kuramoto_field.build, kuramoto.problem, label="Kuramoto",
-              parameters=("coupling", "omega"), attention=False),
+              parameters=("coupling", "omega"), attention=False, pairwise=False),
     )
 }
 

@@ -8,6 +8,7 @@ it as a PNG.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from particles.display import time_text, value_text
 from particles.paths import check_output_path
 from particles.plotting import plot_histogram
 from particles.plotting.compare import STYLES, log_time
-from particles.plotting.titles import seed_text
+from particles.plotting.record import save_recorded
+from particles.plotting.titles import SHORT_SEED_DIGITS, seed_text
 
 __all__ = ["default_times", "kernel_comparison_figure", "plot_kernel_comparison"]
 
@@ -111,9 +113,14 @@ def kernel_comparison_figure(result: KernelComparison, *, times: ArrayLike | Non
     ax_c.grid(True, which="major", color="0.9", linewidth=0.6)
     ax_c.legend(loc="best", fontsize=9)
     cfg = runs[0].trajectory.config
+    # no data file goes with this figure: its seed is written in full (a long
+    # entropy seed on a line of its own), and in the image's metadata
+    seed = seed_text(result.seed, full=True)
+    short = len(seed) <= len("seed ") + SHORT_SEED_DIGITS
     top.suptitle(
-        f"{cfg.model.upper()}, n={x0.shape[0]}, d={x0.shape[1]}, β={value_text(cfg.beta)}, "
-        f"{seed_text(result.seed)}: {len(runs)} kernels from the same initial tokens"
+        f"{cfg.model.upper()}, n={x0.shape[0]}, d={x0.shape[1]}, β={value_text(cfg.beta)}"
+        + (f", {seed}" if short else "")
+        + f": {len(runs)} kernels from the same initial tokens" + ("" if short else f"\n{seed}")
     )
 
     grid = np.asarray(bottom.subplots(rows, cols, sharex=True, sharey=True, squeeze=False))
@@ -151,7 +158,8 @@ def plot_kernel_comparison(
     ----------
     result : KernelComparison
     out : str or path-like
-        Output PNG.
+        Output PNG (the seed, kernels, configuration and versions in its
+        metadata, :func:`record`).
     overwrite : bool
         Replace an existing ``out``.
     times : array_like, optional
@@ -173,5 +181,18 @@ def plot_kernel_comparison(
         ``times`` outside the run.
     """
     out = check_output_path(out, overwrite=overwrite, resumable=False)
-    kernel_comparison_figure(result, times=times).savefig(out, dpi=dpi)
+    return save_recorded(kernel_comparison_figure(result, times=times), out, record(result),
+                         dpi=dpi)
+
+
+def record(result: KernelComparison) -> dict[str, str]:
+    """What remakes the figure (:mod:`particles.plotting.record`): the seed, the
+    kernels, the configuration the tokens were drawn with, the software versions."""
+    from particles.io.hdf5 import software_versions
+
+    out = {"seed": str(result.seed), "kernels": ",".join(result.kernels),
+           "eps": repr(result.eps)}
+    if result.config is not None:
+        out["config"] = result.config.to_json()
+    out["versions"] = json.dumps(software_versions(), sort_keys=True)
     return out

@@ -46,12 +46,15 @@ def _matrix_text(name: str, value: Any) -> str | None:
     return f"{name} given"
 
 
-def seed_text(seed: Any) -> str | None:
-    """``"seed 7"``, or ``"seed: see file"`` for a long entropy seed (None: no seed)."""
+def seed_text(seed: Any, *, full: bool = False) -> str | None:
+    """``"seed 7"``, or ``"seed: see file"`` for a long entropy seed (None: no seed).
+
+    ``full``: always the whole seed (a figure that no data file accompanies).
+    """
     if seed is None:
         return None
     s = str(seed)
-    return f"seed {s}" if len(s) <= SHORT_SEED_DIGITS else "seed: see file"
+    return f"seed {s}" if full or len(s) <= SHORT_SEED_DIGITS else "seed: see file"
 
 
 def run_title(

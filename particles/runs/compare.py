@@ -44,7 +44,7 @@ from numpy.typing import ArrayLike
 
 from particles.analysis.comparison import LABELS, ComparisonResult, ModelSummary, model_label
 from particles.config import SimulationConfig, check_names
-from particles.engine import collect, initial_positions, iter_frames
+from particles.engine import collect, iter_frames
 from particles.errors import (
     ComparisonFailed,
     ComparisonInterrupted,
@@ -61,6 +61,7 @@ from particles.plotting.compare import (
     plot_comparison,
 )
 from particles.progress import Progress
+from particles.runs.initial import initial_tokens
 from particles.runs.session import Stops, check_output_path, stopped, stream
 from particles.seeds import fresh_seed
 from particles.trajectory import Trajectory
@@ -296,7 +297,7 @@ def compare_models(
         plot = check_png_path(plot, overwrite=overwrite)
     # one draw for every model: with a named init every config would draw the
     # same positions from the shared seed anyway; this makes it true by construction
-    X0 = initial_positions(next(iter(configs.values())), x0)
+    X0 = initial_tokens(next(iter(configs.values())), x0)
     trajectories: dict[str, Trajectory] = {}
 
     def frames(spec: ComparisonSpec, _: None):

@@ -3,15 +3,24 @@
 :func:`estimate` reads only the sizes of a configuration (tokens, dimension,
 batch, heads, frames, steps); nothing is allocated, so a configuration that
 claims 10^12 tokens or 10^10 frames is described at once.
+
+Time is steps x drift evaluations per step x the model's cost of one
+evaluation (:func:`evaluation_seconds`: O(n^2) pairs for SA and USA, O(n)
+tokens for Kuramoto, whose coupling is through the order parameter), plus
+the observers of every frame, at costs measured on the 2-core machines of
+DESIGN.md.  A fixed step's steps are known; an adaptive integrator's follow
+the dynamics, so without a probe they are counted at the initial ``dt``
+and the time is marked as a bound (:attr:`Estimate.bound`): those steps
+usually grow hundreds of times longer.  :func:`particles.runs.probe.probed_estimate`
+counts them with a short run of the model instead.
 :func:`estimate_values` does the same from raw option values, before a
 :class:`~particles.config.SimulationConfig` is built (building one already
 allocates ``(d, d)`` matrices and the list of output times).
 :func:`check_fits` refuses, in one line, what cannot fit in the memory
 available or on the output's file system.
 
-The figures are orders of magnitude (a factor of two either way), meant to
-stop a mistyped ``--n 1e12`` before it allocates terabytes, not to plan a
-cluster job.
+Memory and output are orders of magnitude (a factor of two either way),
+meant to stop a mistyped ``--n 1e12`` before it allocates terabytes.
 """
 
 from __future__ import annotations
@@ -28,13 +37,25 @@ from particles.integrators import INTEGRATORS
 from particles.io.h5md import expected_frames
 
 __all__ = ["Estimate", "available_memory", "check_fits", "estimate", "estimate_values",
-           "meanfield_estimate"]
+           "evaluation_seconds", "frame_seconds", "meanfield_estimate"]
 
 #: working copies of the state an integrator keeps per system (stages, errors,
 #: trial state), counted generously.
 STATE_COPIES = 12
-#: seconds per (token pair x dimension x head x stage) on one core, roughly.
+#: seconds per (token pair x dimension) of the simpler passes (statistics,
+#: FFTs), on one core, roughly.
 SECONDS_PER_PAIR_OP = 2e-9
+#: one drift evaluation of a pairwise model costs, per token pair and head,
+#: this much (the exp and the softmax) plus :data:`SECONDS_PER_PAIR_DIM` per
+#: dimension (the products): measured on one core of the 2-core machines
+#: (SA, edp, n = 1024: 2.9 ns at d = 2, 4.9 at d = 8, 6.6 at 16, 11 at 64).
+SECONDS_PER_PAIR = 3e-9
+SECONDS_PER_PAIR_DIM = 0.13e-9
+#: one drift evaluation of a model that is O(n) (Kuramoto), per token:
+#: 21-26 ns on the embedded circle (dopri5), 40 ns on the angles (RK4).
+SECONDS_PER_TOKEN = 32e-9
+#: the engine's own cost of a frame (observers aside), seconds.
+SECONDS_PER_FRAME = 1e-4
 #: bytes one stored float takes in memory as a Python float inside a tuple.
 PY_FLOAT = 32
 #: a process needs this much beyond its arrays (interpreter, Numba, h5py).
@@ -77,7 +98,14 @@ class Estimate:
     output_bytes : int
         Size of the complete output file, roughly (uncompressed).
     seconds : float
-        Wall time on one core, to an order of magnitude.
+        Wall time on one core: an estimate within a factor of about two or
+        three, or a bound (``bound``).
+    bound : bool
+        Whether ``steps`` and ``seconds`` bound the run rather than estimate
+        it: adaptive steps counted at the initial ``dt`` (they usually grow
+        far longer), Sinkhorn iterations at their cap.
+    basis : str
+        Where the steps come from, in words (for :meth:`lines`).
     """
 
     frames: int
@@ -85,22 +113,53 @@ class Estimate:
     memory_bytes: int
     output_bytes: int
     seconds: float
+    bound: bool = False
+    basis: str = ""
 
     def lines(self) -> list[str]:
         """The estimate in words, one item per line."""
+        what = "at most about " if self.bound else ""
+        kind = "an upper bound" if self.bound else "an estimate"
+        basis = f"; {self.basis}" if self.basis else ""
         return [
             f"frames       {self.frames}",
-            f"steps        {self.steps:.4g}",
+            f"steps        {'at most ' if self.bound else ''}{self.steps:.4g}{basis}",
             f"memory       {_size(self.memory_bytes)} (peak, rough)",
             f"output       {_size(self.output_bytes)}",
-            f"time         {_duration(self.seconds)} (integration on one core, order of "
-            "magnitude; compiling adds 10-30 s)",
+            f"time         {what}{_duration(self.seconds)} ({kind}: integration on one core; "
+            "compiling adds 10-30 s)",
         ]
+
+
+def evaluation_seconds(*, n: int, d: int, heads: int = 1, pairwise: bool = True,
+                       passes: float = 1.0) -> float:
+    """Seconds of one drift evaluation of one system on one core.
+
+    Parameters
+    ----------
+    n, d : int
+        Tokens and dimension.
+    heads : int
+        Attention heads (each visits every pair).
+    pairwise : bool
+        O(n^2) pairs (SA, USA) or O(n) tokens (Kuramoto; see
+        :attr:`particles.models.Model.pairwise`).
+    passes : float
+        Passes over the pairs per head (Sinkhorn's iterations).
+
+    Returns
+    -------
+    float
+    """
+    if not pairwise:
+        return float(n) * SECONDS_PER_TOKEN
+    return float(n) * float(n) * heads * passes * (SECONDS_PER_PAIR + d * SECONDS_PER_PAIR_DIM)
 
 
 def _estimate(
     *, n: int, d: int, batch: int, heads: int, frames: int, steps: float, stages: int,
     observables: int, weights_per_system: bool, times_in_memory: int,
+    evaluation: float = 0.0, frame_seconds: float = 0.0, bound: bool = False, basis: str = "",
 ) -> Estimate:
     state = 8 * batch * n * d
     weight_sets = batch if weights_per_system else 1
@@ -111,35 +170,83 @@ def _estimate(
         + 2 * frame_bytes + times_in_memory
     )
     output = frames * frame_bytes + 64 * 1024
-    work = steps * stages * batch * n * n * d * heads
+    seconds = batch * (steps * stages * evaluation + frames * frame_seconds)
     return Estimate(
         frames=int(frames),
         steps=float(steps),
         memory_bytes=int(memory),
         output_bytes=int(output),
-        seconds=work * SECONDS_PER_PAIR_OP,
+        seconds=float(seconds),
+        bound=bound,
+        basis=basis,
     )
 
 
-def estimate(config: SimulationConfig) -> Estimate:
+def frame_seconds(config: SimulationConfig) -> float:
+    """Seconds of one frame of one system beyond its steps: the engine's own
+    (:data:`SECONDS_PER_FRAME`) and the observers' by their cost class (an
+    O(n^2) one visits every pair once, as a drift evaluation does; the
+    pairwise set on the circle at beta = 0 sorts angles instead)."""
+    from particles.observables import ALL_OBSERVERS
+    from particles.observables.pairwise import CIRCLE_MIN_N
+
+    names = set(config.observables or ())
+    n = config.n
+    sorted_angles = config.d == 2 and config.beta == 0.0 and n >= CIRCLE_MIN_N
+    quadratic = {k for k in names if ALL_OBSERVERS[k].cost == "O(n^2)"}
+    if sorted_angles:
+        quadratic.discard("pairwise")
+    out = SECONDS_PER_FRAME + n * config.d * SECONDS_PER_PAIR_DIM * 10
+    if quadratic:
+        out += evaluation_seconds(n=n, d=config.d)
+    elif "pairwise" in names:
+        out += n * max(1.0, math.log2(n)) * SECONDS_PER_TOKEN
+    return out
+
+
+def estimate(config: SimulationConfig, *, steps: float | None = None,
+             basis: str | None = None) -> Estimate:
     """The rough cost of running ``config`` (nothing is allocated).
 
     Parameters
     ----------
     config : SimulationConfig
+    steps : float, optional
+        Steps (attempts) of one system, where known otherwise: an adaptive
+        run's from :func:`particles.runs.probe.probe_steps`.  By default a
+        fixed step's count, and an adaptive run's at its initial ``dt`` (a
+        bound).
+    basis : str, optional
+        Where ``steps`` comes from, in words.
 
     Returns
     -------
     Estimate
     """
+    from particles.models import MODELS
+
     frames = expected_frames(config)
-    steps = math.ceil(config.T / config.dt) if config.T > 0 else 0
+    adaptive = INTEGRATORS[config.integrator].adaptive
+    sinkhorn = config.normalization == "sinkhorn"
+    bound = sinkhorn
+    if steps is None:
+        steps = math.ceil(config.T / config.dt) if config.T > 0 else 0
+        bound |= adaptive and steps > 0
+        basis = ("every adaptive step at the initial dt (adaptive steps usually grow far "
+                 "longer)" if adaptive else "fixed steps")
+    if sinkhorn:
+        basis += f"; Sinkhorn at its cap of {config.sinkhorn_iters} iterations"
     times = PY_FLOAT * len(config.save_times or ()) + 8 * frames
+    evaluation = evaluation_seconds(
+        n=config.n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,
+        passes=1.0 + config.sinkhorn_iters if sinkhorn else 1.0)
     return _estimate(
         n=config.n, d=config.d, batch=config.batch or 1, heads=config.heads, frames=frames,
         steps=steps, stages=INTEGRATORS[config.integrator].evaluations,
         observables=len(config.observables or ()) + 2,
         weights_per_system=config.weight_draws != "shared", times_in_memory=times,
+        evaluation=evaluation, frame_seconds=frame_seconds(config), bound=bound,
+        basis=basis or "",
     )
 
 

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 from particles.analysis import DEFAULT_EPS, InnerProductHistogram, count_clusters
 from particles.analysis.comparison import KernelComparison, KernelRun
 from particles.config import KERNEL_PARAMETERS, SimulationConfig, check_names
-from particles.engine import initial_positions, simulate
+from particles.engine import simulate
 from particles.fields import KERNELS
 from particles.plotting.kernels import (
     default_times,
@@ -36,6 +36,7 @@ from particles.plotting.kernels import (
     plot_kernel_comparison,
 )
 from particles.runs.compare import check_output
+from particles.runs.initial import initial_tokens
 
 __all__ = [
     "KernelComparison",
@@ -140,7 +141,8 @@ def compare_kernels(
         Number of inner-product histogram bins on [-1, 1].
     plot : str or path-like, optional
         Also write :func:`plot_kernel_comparison` to this PNG once every
-        kernel ran (checked before any run; never replaced unless ``overwrite``).
+        kernel ran (checked before any run; never replaced unless ``overwrite``);
+        it records the seed, kernels, configuration and versions in its metadata.
     overwrite : bool
         Replace an existing ``plot``.
 
@@ -177,7 +179,7 @@ def compare_kernels(
     if plot is not None:
         plot = check_output(plot, overwrite)
     first = configs[kernels[0]].resolved()
-    x0 = initial_positions(first)[0]
+    x0 = initial_tokens(first)[0]
     common["seed"] = first.seed
     runs = {}
     for k in kernels:
@@ -186,7 +188,7 @@ def compare_kernels(
         hists = np.stack([histogram.compute(x).counts.copy() for x in traj.positions])
         runs[k] = KernelRun(k, traj, clusters, hists)
     times = next(iter(runs.values())).trajectory.times
-    result = KernelComparison(runs, x0, times, histogram.bin_edges, eps, int(first.seed))
+    result = KernelComparison(runs, x0, times, histogram.bin_edges, eps, int(first.seed), first)
     if plot is not None:
         plot_kernel_comparison(result, plot, overwrite=overwrite)
     return result

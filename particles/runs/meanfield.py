@@ -22,6 +22,7 @@ as :func:`particles.runs.run_to_file` is for particles:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,7 +33,9 @@ from particles.errors import ResumeMismatch, TrajectoryFileError
 from particles.io.density import DENSITY, DensitySummary, save_times
 from particles.io.hdf5 import FLUSH_INTERVAL
 from particles.meanfield import MeanFieldConfig, solve_frames
+from particles.meanfield.initial import parse_init
 from particles.progress import Progress
+from particles.runs.initial import particles_density, particles_spec
 from particles.runs.session import Resume, Stops, stream
 from particles.runs.session import resume_path as resume_kind
 
@@ -132,10 +135,21 @@ def run_meanfield_to_file(
     """
     if not resume and config is None:
         raise ValueError("config is required unless resume=True")
+    rho0 = None
+    if config is not None and parse_init(config.init)[0] == "particles":
+        # the file records the bandwidth used (and the original command resumes);
+        # a new solve reads the tokens before any work
+        config = dataclasses.replace(config, init=particles_spec(config.init, config.modes))
+        if not resume:
+            rho0 = particles_density(config.init, int(config.modes))[0]
 
     def frames(config: MeanFieldConfig, stored: DensitySummary | None):
+        start = rho0
+        if stored is None and start is None and parse_init(config.init)[0] == "particles":
+            start = particles_density(config.init, int(config.modes))[0]  # adopted: frame 0 lost
         with Progress(config.T, enabled=progress, label="solving") as bar:
-            for frame in solve_frames(config, state=None if stored is None else stored.state()):
+            for frame in solve_frames(config, state=None if stored is None else stored.state(),
+                                      rho0=start):
                 bar.update(float(frame.time))
                 yield frame
 

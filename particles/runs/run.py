@@ -26,12 +26,15 @@ and how it names its stops (:data:`STOPS`).  The guarantees:
 * ``resume=True`` continues an incomplete file in place from its last frame;
   the result is bit-identical to an uninterrupted run.
 * ``resume=True`` with a configuration that differs from the stored one in
-  ``T`` only extends the run (complete or not) to the new ``T``: the stored
-  configuration is updated, the file is marked incomplete while the run
-  goes on and complete at its end, and the result is bit-identical to a run
-  asked for the new ``T`` from the start.  The stored save times must be the
-  first save times of the new run (a ``save_every`` grid on which the old
-  ``T`` lies; explicit ``save_times`` fix the frames and cannot be extended).
+  ``T`` (and ``save_times``) only extends the run (complete or not) to the
+  new ``T``: the stored configuration is updated, the file is marked
+  incomplete while the run goes on and complete at its end, and the result
+  is bit-identical to a run asked for the longer configuration from the
+  start.  The stored save times must be the first save times of the longer
+  run (:func:`particles.runs.extend.check_extension`: a ``save_every`` grid
+  on which the old ``T`` lies; explicit ``save_times`` given anew that start
+  with the stored ones; or, not given, a log- or lin-spaced grid continued
+  with its own spacing to the new ``T``).
 * A write failure (disk full, file size limit) stops the run at once with
   :class:`~particles.errors.OutputWriteError` (the free space needed, the
   file kept with every frame written before, marked incomplete); ``resume``
@@ -54,7 +57,7 @@ import numpy as np
 
 from particles.analysis import DEFAULT_EPS, count_clusters
 from particles.config import SimulationConfig
-from particles.engine import initial_positions, iter_frames
+from particles.engine import iter_frames
 from particles.errors import ResumeMismatch, RunFailed, RunInterrupted
 from particles.io.h5md import (
     FLUSH_INTERVAL,
@@ -64,6 +67,8 @@ from particles.io.h5md import (
     read_summary,
 )
 from particles.progress import Progress
+from particles.runs.extend import check_extension
+from particles.runs.initial import initial_tokens
 from particles.runs.session import Resume, Stops, check_output_path, stream
 from particles.runs.session import resume_path as resume_kind
 
@@ -155,44 +160,6 @@ def config_differences(given: SimulationConfig, stored: SimulationConfig
     return {k: (a[k], b[k]) for k in a if a[k] != b[k]}
 
 
-def check_extension(given: SimulationConfig, stored: SimulationConfig) -> SimulationConfig:
-    """The stored configuration extended to ``given.T``, or ValueError saying why not.
-
-    Parameters
-    ----------
-    given : SimulationConfig
-        Equal to ``stored`` except for a larger ``T``.
-    stored : SimulationConfig
-        The configuration in the file.
-
-    Returns
-    -------
-    SimulationConfig
-        ``stored`` with ``T = given.T``.
-
-    Raises
-    ------
-    ValueError
-        A shorter ``T``, or stored save times that are not the first save
-        times of the extended run (explicit ``save_times``, or an old ``T``
-        off the ``save_every`` grid).
-    """
-    if given.T < stored.T:
-        raise ValueError(f"resume can extend a run, not shorten it: T={given.T:g} is below "
-                         f"the stored T={stored.T:g}")
-    extended = stored.replace(T=given.T)
-    old, new = stored.output_times(), extended.output_times()
-    if stored.save_times is not None:
-        raise ValueError(f"cannot extend to T={given.T:g}: the run has explicit save_times "
-                         f"(ending at t={old[-1]:g}), which fix its frames; only T may differ")
-    if len(new) <= len(old) or not np.array_equal(new[: len(old)], old):
-        raise ValueError(
-            f"cannot extend to T={given.T:g}: the stored save times (to t={old[-1]:g}) are "
-            f"not the first save times of the longer run (the stored T={stored.T:g} is not "
-            f"a multiple of save_every * dt = {stored.save_every * stored.dt:g})")
-    return extended
-
-
 def run_to_file(
     config: SimulationConfig | None,
     path: str | Path,
@@ -220,8 +187,8 @@ def run_to_file(
     resume : bool
         Continue the incomplete file ``path`` from its last frame; a complete
         file is left as it is, unless ``config`` differs from the stored one
-        in ``T`` only: then the run is extended to that ``T`` (see the module
-        docstring).
+        in ``T`` (and ``save_times``) only: then the run is extended to that
+        ``T`` (see the module docstring).
     progress : bool
         Progress bar on stderr for runs longer than a second.
     flush_interval : float
@@ -246,8 +213,8 @@ def run_to_file(
     ResumeMismatch
         (a ValueError) Before any work: a configuration that differs from
         the one stored for ``resume``, naming each differing field; a
-        ValueError when only ``T`` differs and the run cannot be extended
-        (:func:`check_extension`).
+        ValueError when only ``T`` and ``save_times`` differ and the run cannot
+        be extended (:func:`~particles.runs.extend.check_extension`).
     TrajectoryFileError
         ``resume`` of a file that is not a readable trajectory.
     RunInterrupted
@@ -274,7 +241,7 @@ def run_to_file(
         if x0 is not None and config.init != "array":
             config = config.replace(init="array")
         spec = config.resolved()
-        x0 = initial_positions(spec, x0)
+        x0 = initial_tokens(spec, x0)  # density:FILE drawn here, before any file is made
 
     def frames(config: SimulationConfig, state: RunSummary | None):
         if state is None:
@@ -304,11 +271,12 @@ def _step_counts(state: RunSummary) -> np.ndarray | None:
 
 def _plan(state: RunSummary, given: SimulationConfig | None) -> SimulationConfig | None:
     """The configuration that continues the file ``state`` describes (None: it is
-    complete as it is): the stored one, or extended to the given ``T``."""
+    complete as it is): the stored one, or extended to the given ``T`` and save times."""
     extended = None
     if given is not None:
         given = given if given.seed is not None else given.replace(seed=state.config.seed)
-        if set(config_differences(given, state.config)) == {"T"}:
+        differences = set(config_differences(given, state.config))
+        if differences and differences <= {"T", "save_times"}:
             extended = check_extension(given, state.config)
         else:
             check_resume_config(given, state.config)
@@ -323,7 +291,7 @@ def _plan(state: RunSummary, given: SimulationConfig | None) -> SimulationConfig
     return config
 
 
-#: a run resumes the stored configuration, or extends it to a larger T.
+#: a run resumes the stored configuration, or extends it to a larger T (and save times).
 RESUME = Resume(_plan, replace=lambda state, config: config != state.config)
 
 #: a run's stops: promoted at its first integrated frame; the exceptions carry

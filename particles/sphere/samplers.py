@@ -406,7 +406,8 @@ class InitialCondition:
     sample : callable, optional
         ``sample(n, d, value, *, rng, batch) -> x`` of shape (n, d) or
         (batch, n, d) (``value`` the parameter, or None); None when the
-        positions are given (``"array"``).
+        positions are given (``"array"``) or drawn from a file by the
+        sessions (``"density:FILE"``, :func:`particles.runs.initial.initial_tokens`).
     parameter : str, optional
         Placeholder of the parameter in ``"NAME:PARAM"`` (``"EPS"``), None
         when the name takes none.
@@ -417,6 +418,8 @@ class InitialCondition:
     requires : callable, optional
         ``requires(n, d) -> str | None``: why ``n`` tokens in dimension ``d``
         cannot start from it (a one-line ValueError message), or None.
+    text : bool
+        Whether the parameter is a text (a file name) rather than a number.
     """
 
     name: str
@@ -426,6 +429,7 @@ class InitialCondition:
     allowed: str = ""
     accepts: Callable[[float], bool] | None = None
     requires: Callable[[int, int], str | None] | None = None
+    text: bool = False
 
     def __str__(self) -> str:
         return self.description
@@ -448,6 +452,13 @@ def _orthogonal_requires(n: int, d: int) -> str | None:
     if n > d:
         return (f"init must not be 'orthogonal' when n > d: orthonormal tokens need n <= d, "
                 f"got n={n}, d={d}")
+    return None
+
+
+def _density_requires(n: int, d: int) -> str | None:
+    if d != 2:
+        return (f"init must not be 'density:FILE' when d != 2: a density file holds a density "
+                f"on the circle, got d={d}")
     return None
 
 
@@ -479,5 +490,9 @@ INITIAL_CONDITIONS: dict[str, InitialCondition] = {c.name: c for c in (
                          n, d, mu=_e1(d), kappa=value, rng=rng, batch=batch),
                      parameter="KAPPA", allowed="KAPPA >= 0",
                      accepts=lambda v: math.isfinite(v) and v >= 0),
+    InitialCondition("density", "angles drawn i.i.d. with the seed from the initial density "
+                     "(frame 0) of a mean-field density file (d = 2; density:FILE)", None,
+                     parameter="FILE", allowed="a density file (particles meanfield)",
+                     requires=_density_requires, text=True),
     InitialCondition("array", "given positions x0", None),
 )}

@@ -32,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from particles.errors import RunFailed, RunInterrupted, SweepError
+from particles.errors import IntegrationError, RunFailed, RunInterrupted, SweepError
+from particles.integrators import INTEGRATORS
 from particles.io.sweep import (
     SWEEP,
     SweepHeader,
@@ -44,14 +45,21 @@ from particles.io.sweep import (
     read_systems,
 )
 from particles.progress import Progress
-from particles.runs.estimate import SECONDS_PER_PAIR_OP, Estimate, estimate
+from particles.runs.estimate import Estimate, estimate, evaluation_seconds
+from particles.runs.probe import PROBE_SECONDS, probe_steps
 from particles.runs.session import Resume, Stops, stream
 from particles.sweep.aggregate import STATS, aggregate_point
-from particles.sweep.backends import Backend, make_backend
+from particles.sweep.backends import PROCESS_MIN_SECONDS, Backend, make_backend
 from particles.sweep.grid import SweepSpec
 from particles.sweep.tasks import Task, TaskResult, run_task
 
-__all__ = ["SweepResult", "default_chunk", "plan_tasks", "run_sweep", "sweep_estimate"]
+__all__ = ["PROBE_POINTS", "SweepResult", "default_chunk", "fit_backend", "plan_tasks",
+           "run_sweep", "sweep_estimate"]
+
+#: grid points whose adaptive steps a sweep's estimate probes at most (evenly
+#: spread over the grid; the others take the nearest probed point's ratio of
+#: probed steps to the bound).
+PROBE_POINTS = 32
 
 #: memory a task may take for its state and per-frame results (bytes).
 TASK_MEMORY = 512 * 2**20
@@ -138,20 +146,60 @@ def plan_tasks(spec: SweepSpec, done: np.ndarray, chunk: int) -> list[Task]:
     return tasks
 
 
-def sweep_estimate(spec: SweepSpec) -> Estimate:
+def _probed_ratios(spec: SweepSpec, bounds: list[float], probe: float) -> list[float] | None:
+    """Per grid point, probed adaptive steps over the bound's steps (see
+    :data:`PROBE_POINTS`), or None where the probe failed or nothing is adaptive."""
+    points = [p for p in range(spec.points)
+              if INTEGRATORS[spec.config(p).integrator].adaptive and bounds[p] > 0]
+    if not points:
+        return None
+    chosen = sorted({points[round(i)] for i in
+                     np.linspace(0, len(points) - 1, min(len(points), PROBE_POINTS))})
+    ratios = {}
+    try:
+        for p in chosen:
+            steps = probe_steps(spec.config(p), seconds=probe / len(chosen)).steps
+            ratios[p] = steps / bounds[p]
+    except IntegrationError:
+        return None
+    keys = np.array(chosen)
+    return [ratios[int(keys[np.argmin(np.abs(keys - p))])] for p in range(spec.points)]
+
+
+def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0) -> Estimate:
     """Rough cost of a whole sweep (an :class:`~particles.runs.estimate.Estimate`):
     the integration of every grid point's ensemble as
     :func:`particles.runs.estimate.estimate` counts it, the statistics (about
-    two passes over the pairs per save time), the memory of one task of
-    :func:`default_chunk` systems and the size of the sweep file."""
+    one pass over the pairs per save time), the memory of one task of
+    :func:`default_chunk` systems and the size of the sweep file.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+        Resolved.
+    probe : float
+        Seconds to spend counting the steps of adaptive integrators with
+        :func:`particles.runs.probe.probe_steps` (at most :data:`PROBE_POINTS`
+        grid points); 0: counted at the initial ``dt``, a bound.
+    """
     F = len(spec.times)
     chunk = default_chunk(spec, 1)
+    configs = [spec.config(p) for p in range(spec.points)]
+    bounds = [estimate(c).steps if INTEGRATORS[c.integrator].adaptive else 0.0
+              for c in configs]
+    ratios = _probed_ratios(spec, bounds, probe) if probe > 0 else None
     seconds = steps = 0.0
-    out, memory = 64 * 1024, 0
-    for p in range(spec.points):
-        c = spec.config(p)
-        est = estimate(c.replace(batch=spec.runs))
-        seconds += est.seconds + 2 * F * spec.runs * c.n * c.n * c.d * SECONDS_PER_PAIR_OP / 2
+    out, memory, bound, bases = 64 * 1024, 0, False, []
+    for p, c in enumerate(configs):
+        counted = None if ratios is None or not bounds[p] else math.ceil(bounds[p] * ratios[p])
+        est = estimate(c.replace(batch=spec.runs), steps=counted,
+                       basis=None if counted is None else
+                       "adaptive steps from probes of one system at each of "
+                       f"{min(spec.points, PROBE_POINTS)} grid points at most")
+        bound |= est.bound
+        if est.basis not in bases:
+            bases.append(est.basis)
+        seconds += est.seconds + F * spec.runs * evaluation_seconds(n=c.n, d=c.d)
         steps += est.steps
         memory = max(memory, estimate(c.replace(batch=chunk)).memory_bytes)
         per = F * (10 + 2 * len(spec.deltas)) + 24
@@ -159,7 +207,24 @@ def sweep_estimate(spec: SweepSpec) -> Estimate:
             per += 8 * F * c.n * c.d
         out += per * spec.runs
     return Estimate(frames=F, steps=steps, memory_bytes=memory, output_bytes=out,
-                    seconds=seconds)
+                    seconds=seconds, bound=bound, basis="; ".join(b for b in bases if b))
+
+
+def fit_backend(backend: Backend, spec: SweepSpec, done: np.ndarray) -> None:
+    """Let a backend that picks its processes per sweep (a
+    :class:`~particles.sweep.backends.LocalBackend` with ``processes=None``)
+    choose for the systems not ``done``, from :func:`sweep_estimate`; a bound
+    that would pick processes is probed first (adaptive steps)."""
+    fit = getattr(backend, "fit", None)
+    if fit is None:
+        return
+    before, total = int(done.sum()), spec.points * spec.runs
+    est = sweep_estimate(spec)
+    share = (total - before) / total
+    if (est.bound and est.seconds * share >= PROCESS_MIN_SECONDS
+            and getattr(backend, "processes", 1) is None):
+        est = sweep_estimate(spec, probe=PROBE_SECONDS)
+    fit(est.seconds * share, total - before)
 
 
 def _arrays(result: TaskResult) -> dict[str, np.ndarray]:
@@ -294,9 +359,7 @@ def _run_tasks(spec: SweepSpec, done: np.ndarray, backend: Backend | None, chunk
         if own:
             backend = make_backend()
         before, total = int(done.sum()), spec.points * spec.runs
-        fit = getattr(backend, "fit", None)
-        if fit is not None:  # a local backend picks its processes for this sweep
-            fit(sweep_estimate(spec).seconds * (total - before) / total, total - before)
+        fit_backend(backend, spec, done)  # a local backend picks its processes for this sweep
         tasks = plan_tasks(spec, done, int(chunk or default_chunk(spec, backend.workers)))
         with Progress(total, enabled=progress, label="sweep (systems)") as bar:
             bar.update(before)

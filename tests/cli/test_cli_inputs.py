@@ -233,3 +233,21 @@ def test_sizes_are_bounded_before_any_allocation(tmp_path, args, fragment):
     memory with no output, or gave tracebacks; one line, exit 2, nothing written."""
     usage_error(invoke(*args.split(), "--out", tmp_path / "x.h5"), fragment)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_dry_run_of_an_adaptive_run_probes_its_steps(tmp_path):
+    """Issue 28 item 3: the steps of dopri5 come from a probe (an estimate, not the
+    count at the initial --dt), and nothing is written."""
+    out = tmp_path / "o.h5"
+    args = ["--n", "20", "--d", "2", "--beta", "9", "--T", "1000", "--seed", "1",
+            "--save-times", "log:0.01:1000:30", "--out", out, "--dry-run"]
+    r = invoke("simulate", *args, "--integrator", "dopri5")
+    ok(r)
+    steps = next(line for line in r.output.splitlines() if line.startswith("steps"))
+    time_line = next(line for line in r.output.splitlines() if line.startswith("time"))
+    assert "probe" in steps and "an estimate" in time_line, r.output
+    assert float(steps.split()[1].rstrip(";")) < 1000 / 0.01 / 10  # steps grow past dt
+    fixed = invoke("simulate", *args, "--integrator", "rk4")
+    ok(fixed)
+    assert "fixed steps" in fixed.output and "probe" not in fixed.output
+    assert not list(tmp_path.iterdir())

@@ -130,9 +130,10 @@ def test_cli_happy_path(tmp_path):
     assert r.exit_code == 0, r.output + repr(r.exception)
     lines = r.output.splitlines()
     assert lines[0] == str(out) and out.read_bytes().startswith(PNG)
-    assert lines[1].split() == ["kernel", "clusters", "mean", "<xi,xj>"]
-    assert lines[2].startswith("edp (β=2)") and lines[3].startswith("rbf (τ=1)")
-    assert len(lines) == 4
+    assert lines[1] == "seed 11"
+    assert lines[2].split() == ["kernel", "clusters", "mean", "<xi,xj>"]
+    assert lines[3].startswith("edp (β=2)") and lines[4].startswith("rbf (τ=1)")
+    assert len(lines) == 5
     r = invoke("kernels", *BASE, "--kernels", "edp", "--out", out, "--overwrite")
     assert r.exit_code == 0, r.output
 
@@ -174,3 +175,37 @@ def test_cli_missing_and_existing_output(tmp_path, monkeypatch):
     assert out.read_bytes() == b"keep"
     r = invoke("kernels", *BASE, "--out", tmp_path / "missing" / "k.png")
     assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_cli_without_seed_prints_and_records_the_drawn_seed(tmp_path):
+    """Issue 28 item 5: the drawn seed is printed, titled in full and kept in the PNG,
+    and `--seed` with it remakes the same figure."""
+    from particles.plotting.record import read_record
+
+    args = "--n 6 --d 3 --beta 2 --T 0.2 --dt 0.05 --save-every 2 --kernels edp,rbf".split()
+    out = tmp_path / "k.png"
+    r = invoke("kernels", *args, "--out", out)
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    seeds = [line.split()[1] for line in r.output.splitlines() if line.startswith("seed ")]
+    assert len(seeds) == 1 and seeds[0].isdigit() and len(seeds[0]) > 8  # a drawn entropy seed
+    record = read_record(out)
+    assert record["seed"] == seeds[0] and record["kernels"] == "edp,rbf"
+    config = SimulationConfig.from_json(record["config"])
+    assert config.seed == int(seeds[0]) and config.init == "uniform" and config.n == 6
+    assert "numba" in record["versions"]
+    again = tmp_path / "again.png"
+    ok = invoke("kernels", *args, "--seed", seeds[0], "--out", again)
+    assert ok.exit_code == 0, ok.output
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_title_names_a_long_seed_in_full():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    r = compare_kernels(n=6, d=3, beta=2.0, T=0.1, dt=0.05, save_every=1, kernels="edp",
+                        seed=2**100 + 7)
+    fig = kc.kernel_comparison_figure(r)
+    titles = " ".join(t.get_text() for t in fig.texts)
+    titles += " ".join(sf._suptitle.get_text() for sf in fig.subfigs if sf._suptitle)
+    assert str(2**100 + 7) in titles and "see file" not in titles

@@ -89,7 +89,10 @@ def test_initial_conditions_merge_config_names_and_samplers():
     assert INITS == {k: c.description for k, c in INITIAL_CONDITIONS.items()}
     sampled = {k for k, c in INITIAL_CONDITIONS.items() if c.sample is not None}
     assert sampled == set(sphere.SAMPLERS)
-    assert {k for k, c in INITIAL_CONDITIONS.items() if c.parameter} == {"cap", "vmf"}
+    numeric = {k for k, c in INITIAL_CONDITIONS.items() if c.parameter and not c.text}
+    assert numeric == {"cap", "vmf"}
+    # a file the sessions read (particles.runs.initial), not a sampler of this layer
+    assert {k for k, c in INITIAL_CONDITIONS.items() if c.text} == {"density"}
 
 
 @pytest.mark.parametrize("init", ["uniform", "orthogonal", "equispaced", "cap:0.4", "vmf:3"])

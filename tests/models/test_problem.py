@@ -143,3 +143,11 @@ def test_angle_field_drifts_match_their_numpy_twin(model):
         drift(theta, field.params, out, np.empty(field.workspace(1)))
         np.testing.assert_allclose(out, field.reference(theta), rtol=1e-12, atol=1e-13)
     assert field.pairwise == (model != "kuramoto")
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_a_models_declared_cost_class_is_its_fields(model):
+    """``Model.pairwise`` (what an estimate counts before building anything) says
+    what the built field does: O(n^2) pairs, or O(n) for Kuramoto."""
+    field = build_field(SimulationConfig(n=5, d=2, beta=1.0, model=model, seed=1))
+    assert MODELS[model].pairwise == field.pairwise == (model != "kuramoto")

@@ -5,6 +5,7 @@ cuts the circle at the largest gap."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from synthetic import collapsing
 
 from particles.analysis import analyze
@@ -84,3 +85,22 @@ def test_angle_panel_cuts_the_circle_at_the_largest_gap():
     # the cluster around 0 is drawn as one band, not split at the axis ends
     ys = np.array([ln.get_ydata()[-1] for ln in ax.get_lines()[:5]])
     assert np.ptp(ys) < 0.25
+
+
+@pytest.mark.parametrize("ext", ["png", "pdf", "svg"])
+def test_a_figure_records_what_made_it_in_its_metadata(tmp_path, ext):
+    """Issue 28 item 5: the record (seed, configuration) is inside the image file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from particles.plotting.record import read_record, save_recorded
+
+    fig = plt.figure()
+    out = save_recorded(fig, tmp_path / f"f.{ext}", {"seed": "123456789012345678901234567"})
+    plt.close(fig)
+    if ext == "png":
+        assert read_record(out)["seed"] == "123456789012345678901234567"
+    else:  # PDF Subject, SVG Description: the record as JSON text
+        assert b"123456789012345678901234567" in out.read_bytes()

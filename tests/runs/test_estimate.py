@@ -1,18 +1,21 @@
-"""The cost of a run before it starts (particles.runs.estimate), the lazy frame
-count of the reader, and the scaled normalisation of initial rows (issue 15,
-items 9 and 10)."""
+"""The cost of a run before it starts (particles.runs.estimate, issue 15 item 9;
+its time, with adaptive steps probed, issue 28 item 3), the lazy frame count
+of the reader, and the scaled normalisation of initial rows (issue 15 item 10)."""
 
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pytest
 
 from particles.config import SimulationConfig
+from particles.engine import run
 from particles.io.h5md import expected_frames
 from particles.runs import run_to_file
 from particles.runs.estimate import Estimate, check_fits, estimate, estimate_values
+from particles.runs.probe import probe_steps, probed_estimate
 from particles.sphere.checks import unit_rows
 
 
@@ -84,3 +87,69 @@ def test_rows_of_any_scale_reach_the_sphere(scale):
 def test_rows_refused(x, fragment):
     with pytest.raises(ValueError, match=fragment):
         unit_rows(x)
+
+
+# ------------------------------------------- issue 28 item 3: honest time estimates
+def test_kuramoto_costs_O_n_per_evaluation():
+    kura = [estimate(SimulationConfig(n=n, d=2, beta=0.0, model="kuramoto", T=1.0, dt=0.01,
+                                      save_every=100, observables="order")).seconds
+            for n in (10**5, 2 * 10**5)]
+    sa = [estimate(SimulationConfig(n=n, d=2, beta=1.0, T=1.0, dt=0.01, save_every=100,
+                                    observables="order")).seconds for n in (10**5, 2 * 10**5)]
+    assert kura[1] / kura[0] == pytest.approx(2.0, rel=0.05)  # O(n), not O(n^2)
+    assert sa[1] / sa[0] == pytest.approx(4.0, rel=0.05)
+    assert kura[0] < sa[0] / 1000
+
+
+def test_an_unprobed_adaptive_count_is_a_bound_and_says_so():
+    fixed = estimate(SimulationConfig(n=64, d=3, beta=1.0, T=1.0, integrator="rk4"))
+    adaptive = estimate(SimulationConfig(n=64, d=3, beta=1.0, T=1.0, integrator="dopri5"))
+    assert not fixed.bound and "an estimate" in fixed.lines()[-1]
+    assert adaptive.bound and "upper bound" in adaptive.lines()[-1]
+    assert "initial dt" in adaptive.lines()[1]
+
+
+@pytest.mark.parametrize("save", [{"save_every": 5}, {"save_times": "log:0.01:3:12"}])
+def test_a_probe_of_a_small_run_counts_its_steps_exactly(save):
+    config = SimulationConfig(n=12, d=3, beta=4.0, T=3.0, dt=0.01, seed=5,
+                              integrator="dopri5", **save)
+    probe = probe_steps(config, seconds=30.0)  # the whole run: n <= the proxy's tokens
+    traj = run(config)
+    tried = traj.observables["accepted_steps"][-1] + traj.observables["rejected_steps"][-1]
+    assert probe.complete and probe.tokens == 12 and probe.steps == tried
+    est = probed_estimate(config, seconds=30.0)
+    assert not est.bound and est.steps == tried and "probe" in est.lines()[1]
+
+
+def test_a_probe_is_for_adaptive_steps():
+    with pytest.raises(ValueError, match="fixed steps"):
+        probe_steps(SimulationConfig(n=4, d=3, beta=1.0, integrator="rk4"))
+
+
+def _measured(config: SimulationConfig) -> float:
+    """Seconds of ``run(config)`` once compiled, the shorter of two runs."""
+    run(config.replace(T=config.T / 50, save_times=None))  # compiles (or loads) its kernels
+    out = []
+    for _ in range(2):
+        start = time.perf_counter()
+        run(config)
+        out.append(time.perf_counter() - start)
+    return min(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", [
+    SimulationConfig(n=400, d=3, beta=4.0, T=2.0, dt=0.01, save_every=10, integrator="rk4",
+                     seed=1),
+    SimulationConfig(n=300, d=2, beta=9.0, T=1000.0, dt=0.01, save_times="log:0.01:1000:60",
+                     integrator="dopri5", seed=1),
+    SimulationConfig(n=20000, d=2, beta=0.0, model="kuramoto", T=5.0, dt=0.01,
+                     save_every=10, integrator="rk4", omega="gaussian:0.5", seed=1),
+], ids=["fixed-step", "dopri5", "kuramoto"])
+def test_estimates_of_real_runs_are_within_3x_of_their_time(config):
+    """Issue 28 acceptance: a fixed-step run, a dopri5 run (steps probed) and a
+    Kuramoto run, each estimated within a factor of 3 of its measured time (one
+    Numba thread, as the estimate counts)."""
+    est = probed_estimate(config)
+    measured = _measured(config)
+    assert measured / 3 < est.seconds < 3 * measured, (est.seconds, measured, est.lines())

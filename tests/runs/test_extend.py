@@ -71,8 +71,62 @@ def test_extension_is_refused_when_the_save_times_cannot_continue(tmp_path):
                 "cannot extend to --T=0.3", "save_every * dt")
     explicit = tmp_path / "s.h5"
     ok(invoke("simulate", "--out", explicit, *base, "--save-times", "0.05,0.1", "--T", 0.1))
-    usage_error(invoke("simulate", "--out", explicit, "--resume", "--T", 0.3),
-                "explicit save_times")
+    refused = invoke("simulate", "--out", explicit, "--resume", "--T", 0.3)
+    usage_error(refused, "not a log- or lin-spaced grid", "start with them")
+    assert "only T may differ" not in refused.output
     usage_error(invoke("simulate", "--out", out, "--resume", "--T", 0.05), "not shorten")
     assert out.read_bytes() == before
     assert load(out).complete and load(out).config.T == 0.1
+
+
+# ------------------------------------------- issue 28 item 4: log-spaced runs
+LOG = dict(n=5, d=3, beta=1.0, dt=0.01, seed=2, save_times="log:0.01:0.5:12", T=0.5)
+
+
+@pytest.mark.parametrize("integrator", ["euler", "dopri5"])
+def test_log_spaced_run_extends_with_the_same_points_per_decade(tmp_path, integrator):
+    short = SimulationConfig(**LOG, integrator=integrator)
+    path = tmp_path / "ext.h5"
+    run_to_file(short, path)
+    run_to_file(short.replace(T=2.0), path, resume=True)
+    ext = load(path)
+    times = np.array(ext.config.save_times)
+    assert times[:12].tobytes() == np.array(short.save_times).tobytes()  # a prefix, bit for bit
+    ratios = times[1:] / times[:-1]
+    np.testing.assert_allclose(ratios[:-1], ratios[0], rtol=1e-12)  # same points per decade
+    assert ratios[-1] <= ratios[0] and times[-1] == 2.0 and ext.config.T == 2.0
+    assert len(times) == 12 + 4  # 0.5 r^3 < 2 < 0.5 r^4 (r = 50^(1/11)): three more, then T
+    run_to_file(short.replace(T=2.0, save_times=ext.config.save_times), tmp_path / "long.h5")
+    assert_same_run(ext, load(tmp_path / "long.h5"))
+    run_to_file(ext.config.replace(T=9.0), path, resume=True)  # again, past the ragged T = 2
+    again = np.array(load(path).config.save_times)
+    assert again[: len(times)].tobytes() == times.tobytes()
+    np.testing.assert_allclose(again[len(times)] / again[len(times) - 1], ratios[0], rtol=1e-12)
+
+
+def test_given_save_times_that_go_on_extend_the_run(tmp_path):
+    short = SimulationConfig(**LOG, integrator="rk4")
+    longer = (*short.save_times, 0.8, 1.5)
+    path = tmp_path / "ext.h5"
+    run_to_file(short, path)
+    run_to_file(short.replace(T=1.5, save_times=longer), path, resume=True)
+    run_to_file(short.replace(T=1.5, save_times=longer), tmp_path / "long.h5")
+    assert_same_run(load(path), load(tmp_path / "long.h5"))
+
+
+def test_cli_extends_a_log_spaced_run(tmp_path):
+    out = tmp_path / "r.h5"
+    base = ["--n", 5, "--d", 3, "--beta", 1, "--dt", 0.01, "--seed", 2, "--integrator", "rk4"]
+    ok(invoke("simulate", "--out", out, *base, "--save-times", "log:0.01:0.5:12", "--T", 0.5))
+    before = out.read_bytes()
+    # a new log grid rounds its points otherwise: not a prefix of the stored times
+    usage_error(invoke("simulate", "--out", out, "--resume", "--T", 2,
+                       "--save-times", "log:0.01:2:15"), "--save-times is not a continuation",
+                "start with them")
+    assert out.read_bytes() == before
+    result = invoke("simulate", "--out", out, "--resume", "--T", 2)
+    ok(result)
+    assert "(complete)" in result.output
+    traj = load(out)
+    assert traj.complete and traj.config.T == 2.0 and traj.times[-1] == 2.0
+    assert len(traj.times) == 1 + 16  # frame 0, then the continued grid

@@ -33,6 +33,8 @@ from particles.sweep import (
     read_sweep_file,
     run_sweep,
 )
+from particles.sweep.backends import PROCESS_MIN_SECONDS, local_cores
+from particles.sweep.run import fit_backend, sweep_estimate
 from particles.sweep.tasks import system_positions, timescales
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -561,3 +563,19 @@ def test_toml_sweep_keys_get_the_options_checks(tmp_path, line, fragment):
     else:
         key = line.split(" ")[0]
         usage_error(result, fragment, f"key {key} in {grid}")
+
+
+@pytest.mark.skipif(local_cores() < 2, reason="one core: processes are never picked")
+def test_a_small_adaptive_sweep_runs_in_this_process():
+    """Issue 28 item 3: the estimate that picks processes or threads probes the
+    adaptive steps: a sweep whose steps at the initial dt would take minutes,
+    but whose dopri5 steps grow, stays in this process."""
+    spec = SweepSpec(base=dict(n=48, d=2, integrator="dopri5", T=2000.0,
+                               save_times="log:0.01:2000:20"), axes=(("beta", (4.0,)),),
+                     runs=4, seed=3).resolved()
+    assert sweep_estimate(spec).seconds >= PROCESS_MIN_SECONDS  # the bound
+    auto = LocalBackend(processes=None)
+    fit_backend(auto, spec, np.zeros((spec.points, spec.runs), dtype=bool))
+    assert auto.workers == 1
+    probed = sweep_estimate(spec, probe=1.0)
+    assert probed.seconds < PROCESS_MIN_SECONDS and "probes" in probed.lines()[1]

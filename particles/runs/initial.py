@@ -1,0 +1,136 @@
+"""Initial conditions read from files, between particles and the mean field.
+
+The two directions of a like-with-like comparison of a particle run and a
+mean-field solve on the circle:
+
+* :func:`initial_tokens`: a run's initial tokens, with ``init="density:FILE"``
+  drawn from the initial density (frame 0) of a mean-field density file:
+  ``n`` i.i.d. angles per system by the exact inverse distribution function
+  (:func:`particles.meanfield.sample_density`) from the run's own seed
+  (:func:`particles.seeds.init_rng`), so the file's configuration (``init``
+  and ``seed``) draws them again; every other ``init`` as
+  :func:`particles.engine.initial_positions` draws it.
+* :func:`particles_density`: a mean-field initial density from the tokens of
+  a circle run's first frame (``init="particles:file=PATH"``), a kernel
+  density estimate (:func:`particles.meanfield.kde.kde_density`; an ensemble
+  pooled), with the bandwidth it used written into the spec.
+
+They live with the sessions because they read files (:mod:`particles.io`),
+which the engine and the solver below do not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from particles.config import SimulationConfig, parse_init
+from particles.engine import initial_positions
+from particles.errors import TrajectoryFileError
+from particles.io.density import load_density
+from particles.io.h5md import read_first_frame
+from particles.meanfield import sample_density
+from particles.meanfield.initial import parse_init as parse_density_init
+from particles.meanfield.kde import default_bandwidth, kde_density
+from particles.seeds import init_rng
+from particles.sphere import INITIAL_CONDITIONS
+
+__all__ = ["density_tokens", "initial_tokens", "particles_density", "particles_spec"]
+
+
+def density_tokens(config: SimulationConfig) -> np.ndarray:
+    """The initial tokens of an ``init="density:FILE"`` run.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        Resolved (a concrete seed), ``d = 2``.
+
+    Returns
+    -------
+    ndarray, shape (batch, n, 2)
+        ``(cos theta, sin theta)`` of ``batch * n`` angles drawn i.i.d. from
+        the file's frame-0 density (system ``b`` holds draws ``b n .. (b+1) n - 1``).
+
+    Raises
+    ------
+    ValueError
+        (one line, starting with ``init=``) The file is missing or not a
+        density file; the seed is not resolved.
+    """
+    name, path = parse_init(config.init)
+    if name != "density":
+        raise ValueError(f"init={config.init!r} is not drawn from a density file")
+    if config.seed is None:
+        raise ValueError("seed must be resolved before drawing positions (config.resolved())")
+    try:
+        rho = load_density(path).rho[0]
+    except TrajectoryFileError as exc:
+        raise ValueError(f"init={config.init!r} cannot be read: {exc}") from None
+    B, n = config.batch or 1, config.n
+    angles = sample_density(rho, B * n, init_rng(config.seed)).reshape(B, n)
+    return np.ascontiguousarray(np.stack([np.cos(angles), np.sin(angles)], axis=-1))
+
+
+def initial_tokens(config: SimulationConfig, x0: np.ndarray | None = None) -> np.ndarray:
+    """:func:`particles.engine.initial_positions`, with ``init`` read from a file
+    (:func:`density_tokens`) where it names one and no ``x0`` is given.
+
+    Returns
+    -------
+    ndarray, shape (batch, n, d)
+    """
+    if x0 is None and INITIAL_CONDITIONS[parse_init(config.init)[0]].text:
+        x0 = density_tokens(config)
+    return initial_positions(config, x0)
+
+
+def particles_spec(spec: str, M: int) -> str:
+    """``"particles:file=PATH[,bandwidth=H]"`` with the bandwidth a solve of ``M``
+    grid points uses written out (``H = 0`` or none: two grid cells), so that the
+    stored configuration says it and the original command resumes."""
+    _, params = parse_density_init(spec)
+    h = params["bandwidth"] or default_bandwidth(M)
+    return f"particles:file={params['file']},bandwidth={h!r}"
+
+
+def particles_density(spec: str, M: int) -> tuple[np.ndarray, str]:
+    """A mean-field initial density from a trajectory file's first frame.
+
+    Parameters
+    ----------
+    spec : str
+        ``"particles:file=PATH[,bandwidth=H]"`` (a
+        :class:`~particles.meanfield.MeanFieldConfig` ``init``); ``H = 0`` or
+        none: :func:`~particles.meanfield.kde.default_bandwidth`.
+    M : int
+        Grid points of the solve.
+
+    Returns
+    -------
+    rho : ndarray, shape (M,)
+        The kernel density estimate of the first frame's angles (every system
+        of an ensemble pooled), unit mass.
+    spec : str
+        The spec with the bandwidth used (:func:`particles_spec`).
+
+    Raises
+    ------
+    ValueError
+        (one line, starting with ``init=``) The file is not a trajectory of
+        ``d = 2`` with its first frame, or a bad bandwidth.
+    """
+    _, params = parse_density_init(spec)
+    path = params["file"]
+    try:
+        config, first = read_first_frame(path)
+    except TrajectoryFileError as exc:
+        raise ValueError(f"init={spec!r} cannot be read: {exc}") from None
+    if config.d != 2:
+        raise ValueError(f"init={spec!r} needs a run on the circle (d = 2), got d={config.d}")
+    spec = particles_spec(spec, M)
+    x = first.reshape(-1, 2)
+    try:
+        rho = kde_density(np.arctan2(x[:, 1], x[:, 0]), M, parse_density_init(spec)[1]["bandwidth"])
+    except ValueError as exc:
+        raise ValueError(f"init={spec!r}: {exc}") from None
+    return rho, spec
