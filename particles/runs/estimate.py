@@ -205,7 +205,7 @@ def frame_seconds(config: SimulationConfig) -> float:
 
 
 def estimate(config: SimulationConfig, *, steps: float | None = None,
-             basis: str | None = None) -> Estimate:
+             basis: str | None = None, work: float = 1.0) -> Estimate:
     """The rough cost of running ``config`` (nothing is allocated).
 
     Parameters
@@ -218,6 +218,10 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
         bound).
     basis : str, optional
         Where ``steps`` comes from, in words.
+    work : float
+        The share of the steps' work on all tokens (a probe's count of
+        collapsed clusters, :class:`particles.runs.probe.StepProbe`); 1 when
+        not known.
 
     Returns
     -------
@@ -237,9 +241,19 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
     if sinkhorn:
         basis += f"; Sinkhorn at its cap of {config.sinkhorn_iters} iterations"
     times = PY_FLOAT * len(config.save_times or ()) + 8 * frames
-    evaluation = evaluation_seconds(
-        n=config.n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,
-        passes=1.0 + config.sinkhorn_iters if sinkhorn else 1.0)
+    if config.summation == "spectral":
+        from particles.fields import spectral
+
+        # the series' cost (fields.spectral.costs, measured like this module's)
+        evaluation = spectral.costs(config.n, config.d, spectral.degree(config))[1]
+    else:
+        evaluation = evaluation_seconds(
+            n=config.n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,
+            passes=1.0 + config.sinkhorn_iters if sinkhorn else 1.0)
+    evaluation *= work
+    if config.collapses() and config.T > 0 and work == 1.0:
+        note = "not counted: coincident tokens collapse once clusters form (then faster)"
+        basis = f"{basis}; {note}" if basis else note
     return _estimate(
         n=config.n, d=config.d, batch=config.batch or 1, heads=config.heads, frames=frames,
         steps=steps, stages=INTEGRATORS[config.integrator].evaluations,

@@ -34,7 +34,7 @@ from particles.config import SimulationConfig
 from particles.engine import integrate
 from particles.errors import IntegrationError
 from particles.integrators import INTEGRATORS
-from particles.models import MODELS, build_problem
+from particles.models import MODELS, build_problem, collapse
 from particles.runs.estimate import Estimate, estimate
 from particles.runs.initial import initial_tokens
 
@@ -60,6 +60,9 @@ class StepProbe:
     steps : float
         Attempts (accepted and rejected steps) of one system over the whole
         run: counted to ``reached``, extrapolated beyond.
+    work : float
+        The same attempts weighted by their cost relative to an evaluation on
+        every token (below 1 once coincident tokens collapse; 1 without).
     probed : int
         Attempts the proxy took to ``reached``.
     reached : float
@@ -73,6 +76,7 @@ class StepProbe:
     """
 
     steps: float
+    work: float
     probed: int
     reached: float
     T: float
@@ -112,19 +116,34 @@ def proxy_config(config: SimulationConfig, tokens: int) -> SimulationConfig:
 
 
 def _attempts(config: SimulationConfig, x0: np.ndarray, horizon: float
-              ) -> list[tuple[float, int]]:
-    """``(time, attempts so far)`` at every save time of ``config`` before
-    ``horizon``, and at ``horizon``: the proxy integrated to it (no observers:
-    they do not change the steps)."""
+              ) -> list[tuple[float, int, int]]:
+    """``(time, attempts so far, distinct points)`` at every save time of
+    ``config`` before ``horizon``, and at ``horizon``: the proxy integrated to
+    it (no observers: they do not change the steps; no collapsing: the
+    dynamics brings tokens together to round-off just the same, which the
+    count of distinct points, :func:`particles.models.collapse.groups`, sees)."""
     times = config.output_times()
     grid = np.array([*times[times < horizon], horizon], dtype=np.float64)
     out = []
+    tol = config.collapse_tol if config.collapses() else 0.0
     for frame in integrate(build_problem(config, x0), config.integrator, grid, None,
                            dt=config.dt, max_steps=config.max_steps, rtol=config.rtol,
                            atol=config.atol):
         tried = frame.observables["accepted_steps"] + frame.observables["rejected_steps"]
-        out.append((frame.time, int(tried[0])))
+        k = collapse.groups(frame.positions[0], tol)[1].size if tol > 0 else config.n
+        out.append((frame.time, int(tried[0]), int(k)))
     return out
+
+
+def _work(rows: list[tuple[float, int, int]], m: int, power: float) -> tuple[float, float]:
+    """``(work, last)``: the attempts weighted by the cost of an evaluation on
+    the distinct points of each interval relative to all ``m`` tokens,
+    ``(k / m)^power`` (collapsed clusters), and that weight in the last interval."""
+    work, prev, weight = 0.0, 0, 1.0
+    for _, tried, k in rows:
+        work += (tried - prev) * weight
+        prev, weight = tried, (k / m) ** power
+    return work, weight
 
 
 def probe_steps(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
@@ -164,7 +183,7 @@ def probe_steps(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
     X0 = initial_tokens(proxy, x)
     T = float(config.T)
     if T <= 0:
-        return StepProbe(0.0, 0, 0.0, T, m, time.perf_counter() - start)
+        return StepProbe(0.0, 0.0, 0, 0.0, T, m, time.perf_counter() - start)
     horizon = min(T, FIRST_HORIZON_STEPS * float(config.dt))
     rows = _attempts(proxy, X0, horizon)  # compiles (or loads) the kernels: not budgeted
     budget_start = time.perf_counter()
@@ -177,15 +196,20 @@ def probe_steps(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
         t0 = time.perf_counter()
         rows = _attempts(proxy, X0, longer)
         last, horizon = time.perf_counter() - t0, longer
-    reached, probed = rows[-1]
+    reached, probed, _ = rows[-1]
     steps = float(probed)
+    # a spectral evaluation costs O(k), a direct one O(k^2) on k distinct points
+    work, weight = _work(rows, m, 1.0 if config.summation == "spectral" or not pairwise else 2.0)
     if reached < T:
         # the rate of the second half of the probe (at least its last interval)
-        half = next(i for i, (t, _) in enumerate(rows) if t >= reached / 2 or i == len(rows) - 2)
-        t_a, s_a = rows[half]
+        half = next(i for i, row in enumerate(rows) if row[0] >= reached / 2
+                    or i == len(rows) - 2)
+        t_a, s_a, _ = rows[half]
         rate = (probed - s_a) / (reached - t_a) if reached > t_a else probed / reached
         steps += rate * (T - reached)
-    return StepProbe(steps, int(probed), float(reached), T, m, time.perf_counter() - start)
+        work += weight * rate * (T - reached)
+    return StepProbe(steps, work, int(probed), float(reached), T, m,
+                     time.perf_counter() - start)
 
 
 def probed_estimate(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
@@ -215,4 +239,9 @@ def probed_estimate(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
         why = " ".join(str(exc).split())
         return Estimate(bound.frames, bound.steps, bound.memory_bytes, bound.output_bytes,
                         bound.seconds, True, f"{bound.basis}; the probe failed: {why}")
-    return estimate(config, steps=math.ceil(probe.steps), basis=probe.describe())
+    basis = probe.describe()
+    if probe.work < probe.steps:
+        basis += (f"; coincident tokens collapse: {probe.work / max(probe.steps, 1):.2g} of "
+                  "the work on every token")
+    return estimate(config, steps=math.ceil(probe.steps), basis=basis,
+                    work=probe.work / probe.steps if probe.steps else 1.0)
