@@ -195,8 +195,10 @@ def test_the_energy_through_the_series_equals_the_pair_sum(d):
 ])
 def test_trajectories_equal_the_direct_method(d, integrator, extra):
     """Every integrator family (adaptive, fixed, stochastic, ensembles) follows
-    the direct trajectory: to round-off with fixed steps, and within the
-    adaptive tolerance with dopri5 (drifts 1e-13 apart can move its steps)."""
+    the direct trajectory: the series are exact on the sphere, and the stages
+    of rk4, heun and dopri5 off it see another extension of the field, so the
+    trajectories agree to the integrator's error (small at these steps;
+    dopri5: within its tolerance), the Euler layer's to round-off."""
     n = 64
     kw = dict(integrator=integrator, T=2.0, dt=0.02, save_every=20, seed=4, **extra)
     if integrator == "dopri5":
@@ -204,7 +206,7 @@ def test_trajectories_equal_the_direct_method(d, integrator, extra):
     a = simulate(n, d, 6.0, summation="spectral", tol=1e-13, **kw)
     b = simulate(n, d, 6.0, **kw)
     assert a.config.summation == "spectral"
-    atol = 1e-8 if integrator == "dopri5" else 1e-10
+    atol = {"dopri5": 1e-8, "euler": 1e-13}.get(integrator, 1e-10)
     np.testing.assert_allclose(a.positions, b.positions, rtol=0, atol=atol)
 
 

@@ -98,3 +98,20 @@ def test_a_uniform_state_is_spread_not_one_cluster(tmp_path):
     # the fractions of systems by count and the spread ones make up the ensemble
     total = ds.cluster_distribution.sum("clusters").values.ravel() + spread
     np.testing.assert_allclose(total, 1.0)
+
+
+def test_a_spectral_sweep_gives_the_direct_sweep_statistics(tmp_path):
+    """summation is a sweep option: the same systems summed spectrally give the
+    same cluster counts at every save time and, with the Euler layer (which
+    evaluates on the sphere, where the series are exact), positions to round-off."""
+    runs = {}
+    for summation in ("direct", "spectral"):
+        out = tmp_path / f"{summation}.h5"
+        ok(invoke("sweep", "--beta", "4,9", "--d", "2", "--n", "48", "--runs", "3", "--T", "20",
+                  "--dt", "0.1", "--integrator", "euler", "--save-every", "50", "--seed", "5",
+                  "--summation", summation, "--positions", "--processes", "1", "--out", out))
+        with h5py.File(out, "r") as f:
+            runs[summation] = (f["sweep/systems/positions"][()],
+                               f["sweep/systems/cluster_count"][()])
+    np.testing.assert_allclose(runs["spectral"][0], runs["direct"][0], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(runs["spectral"][1], runs["direct"][1])
