@@ -255,10 +255,10 @@ def _collapsing(config: SimulationConfig, positions: np.ndarray, observers: Call
         labels, first = collapse.groups(X[0], config.collapse_tol)
         k = first.size
         sub = config if k == config.n else config.replace(
+            # the run's own summation: the series and the direct sums extend the
+            # field differently off the sphere, where rk4's stages go
             n=k, masses=tuple(collapse.weighted(masses, labels, k)), init="array",
-            observables=("order",),
-            # the cheaper summation for k groups (both exact to tol)
-            summation="auto" if config.summation == "spectral" else config.summation)
+            observables=("order",))
         problem = dataclasses.replace(
             build_problem(sub, X[:, first]), positions0=X,
             to_positions=lambda state, labels=labels: state[:, labels])
