@@ -4,7 +4,9 @@ Circle, SA, beta = 9, n = 1000 tokens from a uniform start, dopri5 at rtol
 1e-8, 100 log-spaced save times: the direct method (``summation="direct"``,
 ``collapse_tol=0``) and the fast paths (``summation="auto"``, which picks the
 spectral sums, and collapsed clusters, the default) side by side in one run,
-each after a warm-up run that compiles (or loads) its kernels.  The table
+each after a warm-up run that compiles (or loads) its kernels (the fast
+paths: the better of two whole runs, since the runners on the collapsed
+groups compile during the first).  The table
 gives wall seconds, steps, the cluster counts of every save time compared,
 and the times at which the count drops (merges, at the resolution of the save
 grid) compared; then the fast run to T = 1e6.
@@ -27,13 +29,17 @@ from particles.analysis.clusters import detect
 from particles.machine import vector_width
 
 
-def run(n: int, T: float, frames: int, **kw):
-    """A timed run (after a short warm-up with the same kernels) and its cluster counts."""
+def run(n: int, T: float, frames: int, *, twice: bool = False, **kw):
+    """A timed run and its cluster counts, after a short warm-up with the same
+    kernels; with ``twice`` the better of two whole runs (the runners on the
+    collapsed groups, another layout, compile during the first)."""
     common = dict(integrator="dopri5", rtol=1e-8, seed=1, observables=("order",), **kw)
     simulate(n, 2, 9.0, T=1.0, save_times="log:0.01:1:3", **common)
-    t = time.perf_counter()
-    tr = simulate(n, 2, 9.0, T=T, save_times=f"log:0.01:{T:g}:{frames}", **common)
-    wall = time.perf_counter() - t
+    wall = float("inf")
+    for _ in range(2 if twice else 1):
+        t = time.perf_counter()
+        tr = simulate(n, 2, 9.0, T=T, save_times=f"log:0.01:{T:g}:{frames}", **common)
+        wall = min(wall, time.perf_counter() - t)
     counts = detect(tr.positions, eps=0.05)[1]
     return wall, int(tr.observables["accepted_steps"][-1]), tr.times, counts
 
@@ -53,7 +59,7 @@ def main() -> None:
     print(f"CPU vector width {vector_width()} bits; circle, SA, beta 9, n {args.n}, "
           f"dopri5 rtol 1e-8, {args.frames} log-spaced frames\n")
     slow = run(args.n, 1e4, args.frames, summation="direct", collapse_tol=0.0)
-    fast = run(args.n, 1e4, args.frames, summation="auto")
+    fast = run(args.n, 1e4, args.frames, twice=True, summation="auto")
     print("| run | T | wall s | accepted steps | final clusters |")
     print("|---|---|---|---|---|")
     for name, r in (("direct", slow), ("spectral + collapsed", fast)):
