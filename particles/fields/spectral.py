@@ -83,7 +83,7 @@ DUCC_EPS_MIN = 2.1e-13
 # ------------------------------------------------------------ eligibility
 def zonal_profile(config: RunSpec, Q: np.ndarray, K: np.ndarray) -> tuple[float, float] | str:
     """``(b, log g)`` with ``kappa(Q x, K y) = g e^b f(<x, y>)`` on the sphere,
-    or why the kernel is not zonal there (a phrase: "... cannot serve ...").
+    or why the kernel is not zonal there (a phrase completing "the spectral summation ...").
 
     Parameters
     ----------
