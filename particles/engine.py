@@ -251,8 +251,8 @@ def _collapsing(config: SimulationConfig, positions: np.ndarray, observers: Call
     X = np.array(positions, dtype=np.float64).reshape(1, config.n, config.d)
     masses = config.mass_array()
     times = config.output_times()
+    labels, first = collapse.groups(X[0], config.collapse_tol)
     while True:
-        labels, first = collapse.groups(X[0], config.collapse_tol)
         k = first.size
         sub = config if k == config.n else config.replace(
             # the run's own summation: the series and the direct sums extend the
@@ -262,19 +262,20 @@ def _collapsing(config: SimulationConfig, positions: np.ndarray, observers: Call
         problem = dataclasses.replace(
             build_problem(sub, X[:, first]), positions0=X,
             to_positions=lambda state, labels=labels: state[:, labels])
-        regrouped = False
         for fr in integrate(problem, config.integrator, times, observers, start=start,
                             start_step=step, step_counts=step_counts, **options):
             yield fr
-            if fr.index > start and k > 1 and collapse.groups(
-                    fr.positions[0], config.collapse_tol)[1].size < k:
+            if fr.index == start or k == 1:
+                continue
+            found = collapse.groups(fr.positions[0], config.collapse_tol)
+            if found[1].size < k:
+                labels, first = found
                 X, start, step = fr.positions.reshape(X.shape), fr.index, fr.step
                 if "accepted_steps" in fr.observables:
                     step_counts = np.stack([fr.observables["accepted_steps"],
                                             fr.observables["rejected_steps"]], axis=1)
-                regrouped = True
-                break
-        if not regrouped:
+                break  # a new problem on the fewer groups, from this frame
+        else:
             return
 
 

@@ -330,6 +330,26 @@ def _alm_degrees(L: int) -> np.ndarray:
     return np.concatenate([np.arange(mm, L + 1) for mm in range(L + 1)])
 
 
+def locations(X: np.ndarray) -> np.ndarray:
+    """``(colatitude, longitude)`` (n, 2) of tokens X (n, 3), as ducc0 takes them
+    (the colatitude by ``arctan2``: accurate at the poles)."""
+    loc = np.empty((X.shape[0], 2))
+    loc[:, 0] = np.arctan2(np.hypot(X[:, 0], X[:, 1]), X[:, 2])
+    loc[:, 1] = np.arctan2(X[:, 1], X[:, 0]) % (2 * np.pi)
+    return loc
+
+
+def direct_rows(X: np.ndarray, m: np.ndarray, b: float, rows: np.ndarray, D: np.ndarray,
+                N: np.ndarray) -> None:
+    """Sum the rows ``rows`` of ``D`` (n,) and ``N`` (n, d) directly, in place:
+    the tokens the series cannot resolve (blocks of 256 rows, never n x n)."""
+    for lo in range(0, rows.size, 256):
+        block = rows[lo:lo + 256]
+        W = m[None, :] * np.exp(b * (X[block] @ X.T - 1.0))
+        D[block] = W.sum(axis=1)
+        N[block] = W @ X
+
+
 def sphere_sums(X: np.ndarray, m: np.ndarray, c: np.ndarray, eps: float,
                 nthreads: int) -> np.ndarray:
     """``[D, N_x, N_y, N_z]`` (4, n) of tokens X (n, 3) with masses m (n,) by
@@ -339,9 +359,7 @@ def sphere_sums(X: np.ndarray, m: np.ndarray, c: np.ndarray, eps: float,
 
     sht = ducc0.sht.experimental
     L = c.shape[0] - 1
-    loc = np.empty((X.shape[0], 2))
-    loc[:, 0] = np.arctan2(np.hypot(X[:, 0], X[:, 1]), X[:, 2])  # accurate at the poles
-    loc[:, 1] = np.arctan2(X[:, 1], X[:, 0]) % (2 * np.pi)
+    loc = locations(X)
     scale = c[_alm_degrees(L)]
     out = np.empty((4, X.shape[0]))
     for r in range(4):
@@ -366,12 +384,7 @@ def _sphere_host(X, p, out):
     sums = sphere_sums(X, m, c, eps, 1)
     D, Nv = sums[0], sums[1:].T
     M = float(m.sum())
-    bad = np.nonzero(~(RHO * M <= tol * D))[0]
-    for lo in range(0, bad.size, 256):  # isolated tokens: summed directly
-        rows = bad[lo:lo + 256]
-        W = m[None, :] * np.exp(b * (X[rows] @ X.T - 1.0))
-        D[rows] = W.sum(axis=1)
-        Nv[rows] = W @ X
+    direct_rows(X, m, b, np.nonzero(~(RHO * M <= tol * D))[0], D, Nv)
     y = Nv / D[:, None] if normalized else Nv * (factor * inv_mass)
     out[:] = y if v_identity else y @ V.T
 
@@ -423,11 +436,7 @@ def spectral_reference(config: RunSpec, X: np.ndarray, Q: np.ndarray, K: np.ndar
         _sphere_host(X, p, out)
         return out
     D, N, C = circle_sums_reference(X, m, w)
-    bad = ~(RHO * C <= tol * D)
-    if bad.any():
-        W = m[None, :] * np.exp(b * (X[bad] @ X.T - 1.0))
-        D[bad] = W.sum(axis=1)
-        N[bad] = W @ X
+    direct_rows(X, m, b, np.nonzero(~(RHO * C <= tol * D))[0], D, N)
     y = N / D[:, None] if normalized else N * (factor * inv_mass)
     return y @ Vm.T
 
@@ -481,7 +490,7 @@ def pair_sum(X: np.ndarray, m: np.ndarray, b: float, tol: float) -> float:
         The profile's exponent.
     tol : float
     """
-    n, d = X.shape
+    d = X.shape[1]
     M = float(m.sum())
     deg, _ = truncation(b, d, tol, M / float(m.min()))
     w = coefficients(b, d, deg + 1)
@@ -495,11 +504,8 @@ def pair_sum(X: np.ndarray, m: np.ndarray, b: float, tol: float) -> float:
         return float(F)
     import ducc0
 
-    loc = np.empty((n, 2))
-    loc[:, 0] = np.arctan2(np.hypot(X[:, 0], X[:, 1]), X[:, 2])
-    loc[:, 1] = np.arctan2(X[:, 1], X[:, 0]) % (2 * np.pi)
     alm = ducc0.sht.experimental.adjoint_synthesis_general(
-        lmax=deg, spin=0, map=np.ascontiguousarray(m, dtype=np.float64)[None], loc=loc,
+        lmax=deg, spin=0, map=np.ascontiguousarray(m, dtype=np.float64)[None], loc=locations(X),
         epsilon=max(DUCC_EPS_MIN, tol / 10.0), nthreads=1)[0]
     ls = _alm_degrees(deg)
     twice = np.where(np.arange(ls.size) > deg, 2.0, 1.0)  # entries past m = 0

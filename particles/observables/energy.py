@@ -164,11 +164,12 @@ def energy_definition(config: RunSpec) -> EnergyDefinition:
         K=np.ascontiguousarray(K), log_bound=L,
         definition=(f"1/(2 c N^2) sum_ij m_i m_j kappa(Q x_i, K x_j), kappa = "
                     f"{kernel.formula}, {kernel.parameter} = {param:g}, c = "
-                    f"{_energy_scale(kernel, param):g} (energy_normalized: e^-L "
+                    f"{energy_scale(kernel, param):g} (energy_normalized: e^-L "
                     f"(1/N^2) sum, L = {L:.6g})"))
 
 
-def _energy_scale(kernel: Kernel, param: float) -> float:
+def energy_scale(kernel: Kernel, param: float) -> float:
+    """The scale ``c`` of a kernel's energy ``1/(2 c N^2) sum m m kappa`` (1 without one)."""
     a = kernel.energy_scale
     return 1.0 if a is None else a * param
 
@@ -192,7 +193,7 @@ def kernel_energy(Xb: np.ndarray, masses: np.ndarray,
     m = np.ascontiguousarray(masses, dtype=np.float64)
     N = m.sum()
     kernel = KERNELS[definition.kernel]
-    a, c = kernel.energy_scale, _energy_scale(kernel, definition.param)
+    a, c = kernel.energy_scale, energy_scale(kernel, definition.param)
     fn = _kernel_sums_of(kernel)
     energy = np.empty(X.shape[0])
     norm = np.empty(X.shape[0])
@@ -202,11 +203,13 @@ def kernel_energy(Xb: np.ndarray, masses: np.ndarray,
         k = np.ascontiguousarray(X[b] @ definition.K.T)
         fn(q, k, m, definition.param, definition.log_bound, sums)
         norm[b] = sums[0] / (N * N)
-        energy[b] = _energy_value(norm[b], sums[1] / (N * N), c, a, definition.log_bound)
+        energy[b] = energy_value(norm[b], sums[1] / (N * N), c, a, definition.log_bound)
     return {"energy": energy, "energy_normalized": norm}
 
 
-def _energy_value(norm: float, linear: float, c: float, a: float | None, L: float) -> float:
+def energy_value(norm: float, linear: float, c: float, a: float | None, L: float) -> float:
+    """The energy from ``energy_normalized`` (``e^L norm / (2 c)``, inf past exp's
+    range), or its ``c = 0`` limit from the linear sum."""
     if c > 0.0:
         return float(np.exp(L) * norm / (2.0 * c)) if L < 709.0 else np.inf
     return linear / (2.0 * (a or 1.0))
@@ -226,6 +229,6 @@ def kernel_energy_reference(X: np.ndarray, masses: np.ndarray | None,
     norm = float((mm * np.exp(log_kernel_reference(kern, q, k, definition.param)
                               - definition.log_bound)).sum() / N**2)
     linear = float((mm * log_kernel_reference(kern, q, k, 1.0)).sum() / N**2)
-    a, c = kernel.energy_scale, _energy_scale(kernel, definition.param)
-    return {"energy": _energy_value(norm, linear, c, a, definition.log_bound),
+    a, c = kernel.energy_scale, energy_scale(kernel, definition.param)
+    return {"energy": energy_value(norm, linear, c, a, definition.log_bound),
             "energy_normalized": norm}

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from particles.fields import spectral
+from particles.fields.kernels import KERNELS
 from particles.fields.weights import draw_layer
 from particles.observables.base import Context
-from particles.observables.energy import energy_definition
+from particles.observables.energy import energy_definition, energy_scale, energy_value
 from particles.protocols import RunSpec
 
 
@@ -40,10 +41,8 @@ def setup(spec: RunSpec) -> dict[str, Any]:
     if definition.default:
         L, c = float(spec.beta), float(spec.beta)
     else:
-        from particles.fields.kernels import KERNELS
-
-        kernel = KERNELS[definition.kernel]
-        L, c = definition.log_bound, (kernel.energy_scale or 1.0) * definition.param
+        L = definition.log_bound
+        c = energy_scale(KERNELS[definition.kernel], definition.param)
     return {"spectral_energy": (b, log_g, L, c, float(spec.tol))}
 
 
@@ -54,5 +53,5 @@ def compute(X: np.ndarray, ctx: Context) -> dict[str, np.ndarray]:
     N = float(m.sum())
     norm = np.array([math.exp(log_g + b - L) * spectral.pair_sum(x, m, b, tol) / (N * N)
                      for x in np.asarray(X, dtype=np.float64)])
-    energy = np.exp(L) * norm / (2.0 * c) if L < 709.0 else np.full_like(norm, np.inf)
+    energy = np.array([energy_value(v, 0.0, c, None, L) for v in norm])  # beta > 0: c > 0
     return {"energy": energy, "energy_normalized": norm}
