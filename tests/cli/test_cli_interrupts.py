@@ -61,7 +61,10 @@ def test_signal_during_imports(tmp_path, sig):
     assert proc.poll() is None
     elapsed, status, err = stop(proc, sig)
     assert status == 128 + sig, err
-    assert "nothing written" in one_line(err)
+    # on a fast machine the command may already have named its output (its
+    # line then says that file was not written): either line is the truth
+    line = one_line(err)
+    assert "nothing written" in line or f"{out} not written" in line, line
     assert elapsed < 2.0
     assert not out.exists()
 
