@@ -157,6 +157,10 @@ def _option(f: dataclasses.Field) -> Callable:
     choices).  Its default is None: a value not given comes from --config,
     then from SimulationConfig's defaults."""
     spec = f.metadata["option"]
+    if spec.type is bool:  # --merge-events / --no-merge-events; unset: None
+        name = option_name(f.name)
+        return click.option(f"{name}/--no-{name[2:]}", f.name, default=None,
+                            help=spec.text())
     if spec.parse is not None:
         kind = PARSERS[spec.parse]
     elif spec.choices is not None:

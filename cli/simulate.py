@@ -36,6 +36,12 @@ def summary_line(s: RunResult) -> str:
     0), not ``1 cluster``; an ensemble's count statistics leave those out.
     """
     status = "complete" if s.complete else f"incomplete, {s.frames_expected} expected"
+    if s.stop_reason == "until_clusters":
+        status = (f"complete: stopped by --until-clusters {s.config.until_clusters} "
+                  f"before the {s.frames_expected} frames planned")
+    elif s.stop_reason == "max_wall":
+        status = (f"paused by --max-wall {s.config.max_wall:g} s, {s.frames_expected} "
+                  "expected; continue with --resume")
     clusters, spread = s.cluster_count(), s.spread()
     energy = s.final_observables.get("energy")
     r = s.final_observables.get("order_parameter")
@@ -59,6 +65,8 @@ def summary_line(s: RunResult) -> str:
             parts.append(f"r mean {np.mean(r):.4g}")
         if energy is not None:
             parts.append(f"energy mean {np.mean(energy):.6g}")
+    if s.config.merge_events:
+        parts.append(f"{s.merges} merge event{'s' * (s.merges != 1)} located")
     return f"{s.frames} frames to t={time_text(s.time)} ({status}), " + ", ".join(parts)
 
 

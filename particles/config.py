@@ -59,6 +59,11 @@ POSITIONS: dict[str, str] = {
 #: :mod:`particles.models.collapse`).
 COLLAPSE_TOL = 4 * float(np.finfo(np.float64).eps)
 
+#: the stopping conditions and events of a run, and their defaults (not written
+#: in a file's configuration when unset: files without them stay byte-identical).
+STOP_DEFAULTS: dict[str, Any] = {"until_clusters": None, "max_wall": None,
+                                 "merge_events": False}
+
 #: how attention sums are taken (``summation=``), name -> description; ``auto``
 #: resolves to one of the others (:func:`particles.fields.spectral.choose`).
 SUMMATIONS: dict[str, str] = {
@@ -446,6 +451,22 @@ class SimulationConfig:
         ``D = sigma^2 / 2``).  The noise is drawn from the seed (counter-based,
         see :mod:`particles.integrators.noise`).  0 (the default): the
         deterministic flow, bit for bit.
+    summation, tol, collapse_tol
+        The spectral summation and collapsed clusters (see the options' help
+        and :mod:`particles.fields.spectral`, :mod:`particles.models.collapse`).
+    until_clusters : int, optional
+        Stop at the first saved frame at which every system has at most this
+        many clusters (:func:`particles.events.cluster_counts`, eps 0.05); the
+        run is complete there, recorded as ``stop_reason = "until_clusters"``.
+    max_wall : float, optional
+        Seconds of wall time after which a run pauses at its next saved frame:
+        a file is kept incomplete (``stop_reason = "max_wall"``) and resuming
+        continues it with a new budget; in memory the trajectory so far is
+        returned, ``complete`` False.
+    merge_events : bool
+        Locate each drop of the cluster count between saved frames by
+        bisection (:mod:`particles.events`) and record the merges
+        (``Trajectory.merge_events``; ``/events/merges`` in a file).
     """
 
     n: int = field(metadata=option("Number of tokens.", int))
@@ -535,6 +556,18 @@ class SimulationConfig:
         "tokens stay coincident); not used with noise, per-layer random weights, V not a "
         "multiple of I, several heads, Sinkhorn, Kuramoto or ensembles. 0 switches it off.",
         float))
+    until_clusters: int | None = field(default=None, metadata=option(
+        "Stop at the first saved frame with at most this many clusters (eps = 0.05, the "
+        "analysis default; every system of an ensemble); the file is complete there and "
+        "the stop is recorded. Resume with a smaller value (or none) to go on.", int))
+    max_wall: float | None = field(default=None, metadata=option(
+        "Pause after this many seconds of wall time (at the next saved frame): the file "
+        "is kept incomplete, marked paused, and --resume continues it with a new budget.",
+        float))
+    merge_events: bool = field(default=False, metadata=option(
+        "Locate every drop of the cluster count (eps = 0.05) between saved frames by "
+        "bisection, to the integrator's tolerance, and store the merge times in the file "
+        "(/events/merges) for analyze; one deterministic system only.", bool))
 
     def __post_init__(self) -> None:
         from particles.fields import KERNELS, check_usa_range
@@ -597,6 +630,7 @@ class SimulationConfig:
         self._check_kuramoto()
         self._check_summation()
         self._check_collapse()
+        self._check_stops()
         if self.observables is None:
             set_(self, "observables", default_observers(self.n, self.d, self.beta,
                                                         self.summation))
@@ -624,6 +658,28 @@ class SimulationConfig:
             if why is not None:
                 _fail("collapse_tol", f"0 or the default for this run (collapsing is not "
                       f"exact: {why})", tol)
+
+    def _check_stops(self) -> None:
+        """Validate the stopping conditions and the merge events (:mod:`particles.events`)."""
+        set_ = object.__setattr__
+        if self.until_clusters is not None:
+            set_(self, "until_clusters", _check_int("until_clusters", self.until_clusters, 1))
+        if self.max_wall is not None:
+            set_(self, "max_wall", _check_float("max_wall", self.max_wall, minimum=0.0,
+                                                strict=True))
+        if not isinstance(self.merge_events, bool | np.bool_):
+            _fail("merge_events", "True or False", self.merge_events)
+        set_(self, "merge_events", bool(self.merge_events))
+        if self.merge_events:
+            # bisection integrates a stretch again in other steps: a noise path
+            # drawn per step would change, and an ensemble's systems merge at
+            # different times
+            if self.noise > 0:
+                _fail("merge_events", "False with noise (the bisection integrates a stretch "
+                      "again in other steps, which draws another noise path)", True)
+            if (self.batch or 1) > 1:
+                _fail("merge_events", "False for an ensemble (merge events are located for "
+                      "one system; analyze an ensemble's saved frames)", True)
 
     def collapses(self) -> bool:
         """Whether coincident tokens are integrated as one (:mod:`particles.models.collapse`)."""
@@ -822,6 +878,9 @@ class SimulationConfig:
             del out["positions"]
         if out["noise"] == 0.0:
             del out["noise"]  # likewise for deterministic runs
+        for key, default in STOP_DEFAULTS.items():
+            if out[key] == default:
+                del out[key]  # likewise for runs without stops or events
         return out
 
     def to_json(self) -> str:

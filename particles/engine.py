@@ -37,7 +37,7 @@ import numba
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from particles import sphere
+from particles import events, sphere
 from particles.config import SimulationConfig, parse_init
 from particles.errors import IntegrationError, StepSizeWarning
 from particles.fields import CompiledField
@@ -227,10 +227,23 @@ def iter_frames(
     ------
     Frame
     """
+    yield from events.stops(config, _frames(config, positions, start, start_step,
+                                            step_counts, progress, keys), start=start)
+
+
+def _frames(config: SimulationConfig, positions: np.ndarray, start: int, start_step: int,
+            step_counts: np.ndarray | None, progress: Callable[[float], None] | None,
+            keys: np.ndarray | None) -> Iterator[Frame]:
+    """:func:`iter_frames` before its stops."""
     observers = observation(config.observables, config, nthreads=numba.get_num_threads())
-    # stacklevel 4: a step-size warning points at the caller of simulate (through run)
+    watch = config.until_clusters is not None or config.merge_events
+    masses = config.mass_array()
+    # stacklevel 6: a step-size warning points at the caller of simulate (through run,
+    # iter_frames and its stops)
     options = dict(dt=config.dt, max_steps=config.max_steps, rtol=config.rtol,
-                   atol=config.atol, progress=progress, stacklevel=4)
+                   atol=config.atol, progress=progress, stacklevel=6,
+                   count=(lambda X: events.cluster_counts(X, masses)) if watch else None,
+                   locate=config.merge_events)
     if config.collapses() and np.shape(positions)[0] == 1:
         yield from _collapsing(config, positions, observers, start, start_step, step_counts,
                                options)
@@ -296,6 +309,8 @@ def integrate(
     layout: str | None = None,
     carry_step: bool = False,
     stacklevel: int = 1,
+    count: Callable[[np.ndarray], np.ndarray] | None = None,
+    locate: bool = False,
 ) -> Iterator[Frame]:
     """Integrate a problem through its save times, yielding each frame as soon as it exists.
 
@@ -337,13 +352,20 @@ def integrate(
         (instead of ``min(dt, interval)``).
     stacklevel : int
         Of step-size warnings, counted from the caller (1: the caller itself).
+    count : callable, optional
+        ``count(X) -> (batch,) int64`` of the positions: the cluster counts
+        every frame carries (:func:`particles.events.cluster_counts`).
+    locate : bool
+        With ``count``, one system and a deterministic integrator: locate the
+        drops of the count between frames (:func:`particles.events.locate_merges`,
+        integrating copies of the state; the run's own bits are unchanged).
 
     Yields
     ------
     Frame
         Positions ``problem.to_positions(state)`` (batch, n, d), the
         observers' values, and ``accepted_steps``, ``rejected_steps`` of
-        adaptive integrators.
+        adaptive integrators; ``clusters`` and ``merges`` with ``count``.
 
     Raises
     ------
@@ -364,29 +386,82 @@ def integrate(
     runner, stats, hs = _stepper(problem, entry, layout, dt, step_counts, stacklevel + 1)
     wsize = _drift_of(problem.field, layout)[1]
 
+    steps = dict(adaptive=entry.adaptive, dt=dt, max_steps=max_steps, params=params,
+                 wsize=wsize, keys=keys, rtol=rtol, atol=atol, carry_step=carry_step,
+                 layer_time=problem.field.layer_time, layer_params=layer_params,
+                 guard=lambda: _blas_guard(problem.field, layout),
+                 state=problem.hints.state, hint=_failure_hint(entry, problem.hints))
+    watch = _Watch(problem, count, steps, runner, stats, hs) if count is not None else None
+    if locate and (watch is None or B != 1 or entry.stochastic):
+        raise ValueError("merge events are located for one deterministic system with a "
+                         "cluster count")
+
     def frame(index: int, step: int, X: np.ndarray) -> Frame:
         obs = {} if observers is None else observers(X)
         if entry.adaptive:
             obs["accepted_steps"] = stats[:, 0].astype(np.float64)
             obs["rejected_steps"] = stats[:, 1].astype(np.float64)
-        return Frame(index, step, float(times[index]), X.copy(), obs)
+        fr = Frame(index, step, float(times[index]), X.copy(), obs)
+        return fr if watch is None else watch.seen(fr, state, locate)
 
+    if watch is not None:
+        watch.mark(float(times[start]), state)
     if start == 0:
         first = problem.positions0
         yield frame(0, start_step, problem.to_positions(state) if first is None else first)
-    for k, step in march(
-        state, times, runner, adaptive=entry.adaptive, dt=dt, max_steps=max_steps,
-        params=params, wsize=wsize, keys=keys, rtol=rtol, atol=atol, stats=stats, hs=hs,
-        carry_step=carry_step, layer_time=problem.field.layer_time, layer_params=layer_params,
-        guard=lambda: _blas_guard(problem.field, layout), start=start, step=start_step,
-        state=problem.hints.state, hint=_failure_hint(entry, problem.hints),
-    ):
+    for k, step in march(state, times, runner, stats=stats, hs=hs, start=start,
+                         step=start_step, **steps):
         X = problem.to_positions(state)
         if problem.anchor is not None:
             problem.anchor(X, state)
         if progress is not None:
             progress(float(times[k]))
         yield frame(k, step, X)
+
+
+class _Watch:
+    """The cluster counts of :func:`integrate`'s frames, and the merges between them
+    (:func:`particles.events.locate_merges` on copies of the state, with copies of
+    the adaptive counters: the run's own steps are untouched)."""
+
+    def __init__(self, problem: Problem, count: Callable[[np.ndarray], np.ndarray],
+                 steps: dict[str, Any], runner: Callable, stats: np.ndarray | None,
+                 hs: np.ndarray | None) -> None:
+        self.problem, self.count, self.steps, self.runner = problem, count, steps, runner
+        self.stats, self.hs = stats, hs
+        self.t, self.state, self.counts = 0.0, None, None
+
+    def counts_of(self, state: np.ndarray) -> np.ndarray:
+        return np.asarray(self.count(self.problem.to_positions(state)), dtype=np.int64)
+
+    def mark(self, t: float, state: np.ndarray) -> None:
+        """Remember the state at ``t`` (the start of the next interval) and its counts."""
+        self.t, self.state, self.counts = t, state.copy(), self.counts_of(state)
+
+    def advance(self, Y: np.ndarray, a: float, b: float) -> None:
+        """Integrate a copy of the state from ``a`` to ``b`` with the run's stepper."""
+        stats = None if self.stats is None else self.stats.copy()
+        hs = None if self.hs is None else self.hs.copy()
+        for _ in march(Y, np.array([a, b]), self.runner, stats=stats, hs=hs, **self.steps):
+            pass
+
+    def seen(self, fr: Frame, state: np.ndarray, locate: bool) -> Frame:
+        """The frame with its counts (and the merges since the last one)."""
+        before = self.counts
+        now = self.counts_of(state)
+        merges: tuple = ()
+        if locate and fr.time > self.t:
+            steps = self.steps
+
+            def tol(t: float) -> float:
+                return events.time_tolerance(t, adaptive=steps["adaptive"],
+                                             rtol=steps["rtol"], dt=steps["dt"])
+
+            merges = tuple(events.locate_merges(
+                self.advance, lambda Y: int(self.counts_of(Y)[0]), self.state, self.t,
+                int(before[0]), state, fr.time, int(now[0]), tol))
+        self.t, self.state, self.counts = fr.time, state.copy(), now
+        return dataclasses.replace(fr, clusters=now, merges=merges)
 
 
 def _noisy(problem: Problem, entry: Integrator
@@ -651,13 +726,16 @@ def collect(config: SimulationConfig, frames: list[Frame], *, complete: bool) ->
     if config.batch is None:
         positions = positions[:, 0]
         obs = {k: v[:, 0] for k, v in obs.items()}
+    stop = frames[-1].stop if frames else ""
     return Trajectory(
         times=np.array([f.time for f in frames]),
         steps=np.array([f.step for f in frames], dtype=np.int64),
         positions=positions,
         observables=obs,
         config=config,
-        complete=complete,
+        complete=complete and stop != "max_wall",  # a paused run did not end
+        stop_reason=stop,
+        merge_events=tuple(m for f in frames for m in f.merges),
     )
 
 
@@ -687,7 +765,7 @@ def run(config: SimulationConfig, x0: np.ndarray | None = None, *,
                 # frames would not fit in memory)
                 last = frames[-1]
                 empty = np.empty((0, *last.positions.shape[1:]))  # not a view: frees them
-                frames[-1] = Frame(last.index, last.step, last.time, empty, last.observables)
+                frames[-1] = dataclasses.replace(last, positions=empty)
             frames.append(fr)
     return collect(config, frames, complete=True)
 

@@ -1,4 +1,5 @@
-"""The result objects of a run: :class:`Trajectory` and its :class:`Frame`."""
+"""The result objects of a run: :class:`Trajectory`, its :class:`Frame` and the
+:class:`Merge` events located while it ran."""
 
 from __future__ import annotations
 
@@ -8,6 +9,35 @@ from typing import Any
 import numpy as np
 
 from particles.protocols import RunSpec
+
+#: why a run ended before its last save time (``Trajectory.stop_reason``, the
+#: ``/parameters`` attribute ``stop_reason`` of a file): "" when it reached T.
+STOP_REASONS: dict[str, str] = {
+    "until_clusters": "the cluster count reached until_clusters (complete there)",
+    "max_wall": "paused after max_wall seconds of wall time (resume continues it)",
+}
+
+
+@dataclass(frozen=True)
+class Merge:
+    """A drop of a system's cluster count, located between two saved frames.
+
+    Attributes
+    ----------
+    time : float
+        The first time seen with fewer clusters, to the bisection's tolerance
+        (:func:`particles.events.locate_merges`).
+    before, after : int
+        Cluster counts just before and at ``time`` (``after < before``; two
+        merges closer than the tolerance are one event of two).
+    system : int
+        System index (0 for a single system).
+    """
+
+    time: float
+    before: int
+    after: int
+    system: int = 0
 
 
 @dataclass(frozen=True)
@@ -30,6 +60,11 @@ class Trajectory:
         The full resolved configuration (concrete seed).
     complete : bool
         False for a run that stopped before its final time.
+    stop_reason : str
+        Why the run ended before its last save time (a key of
+        :data:`STOP_REASONS`), or "".
+    merge_events : tuple of Merge
+        The merges located while it ran (``merge_events=True``), in time order.
     """
 
     times: np.ndarray
@@ -38,6 +73,8 @@ class Trajectory:
     observables: dict[str, np.ndarray] = field(default_factory=dict)
     config: RunSpec | None = None
     complete: bool = True
+    stop_reason: str = ""
+    merge_events: tuple[Merge, ...] = ()
 
     @property
     def frames(self) -> int:
@@ -140,6 +177,8 @@ class Trajectory:
         shape = "x".join(map(str, self.positions.shape))
         end = f"{self.times[-1]:g}" if self.frames else "-"
         status = "complete" if self.complete else "incomplete"
+        if self.stop_reason:
+            status += f", stopped by {self.stop_reason}"
         return f"Trajectory(frames={self.frames}, positions={shape}, t_end={end}, {status})"
 
 
@@ -159,6 +198,13 @@ class Frame:
         Tokens (a copy; always with a batch axis).
     observables : dict of str to ndarray, shape (batch,)
         Scalars at this frame.
+    clusters : ndarray of int64, shape (batch,), optional
+        Cluster counts (eps 0.05), when a stop or the merge events asked for them.
+    merges : tuple of Merge
+        Merges located between the previous frame and this one.
+    stop : str
+        Set on the last frame of a run that stops early (a key of
+        :data:`STOP_REASONS`).
     """
 
     index: int
@@ -166,3 +212,6 @@ class Frame:
     time: float
     positions: np.ndarray
     observables: dict[str, np.ndarray]
+    clusters: np.ndarray | None = None
+    merges: tuple[Merge, ...] = ()
+    stop: str = ""

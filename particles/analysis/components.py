@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from particles._numba import cached, jit, prange
-from particles.observables.pairs import find_root  # the union-find of the sweep's pass
-from particles.observables.spread import wide_systems
 
-#: default linking distance in radians: tokens closer than this share a cluster.
-DEFAULT_EPS = 0.05
+# the union-find of the sweep's pass; the default linking distance in radians
+# (tokens closer than this share a cluster), which runs' stops use too
+from particles.observables.pairs import DEFAULT_EPS, find_root
+from particles.observables.spread import wide_systems
 
 
 # the batch entry point is cached: the CLI analyses each file in a fresh process

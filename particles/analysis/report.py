@@ -92,6 +92,8 @@ from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL, Scalars
 from particles.analysis.tracking import MergeEvent, SplitEvent
 from particles.display import time_text, value_text
 from particles.io.analysis import ANALYSIS_GROUP, read_analysis_group, write_analysis_group
+from particles.io.h5md import read_merge_events
+from particles.trajectory import Merge
 from particles.version import __version__
 
 #: version of the /analysis layout above (2: spread frames count 0; mass_count, fourier).
@@ -143,6 +145,10 @@ class AnalysisResult:
     fourier_mode, fourier_modulus : ndarray, shape of ``counts``, optional
         d = 2: the dominant Fourier mode k of each frame's empirical measure
         and its ``|c_k|`` (:mod:`particles.analysis.modes`); None otherwise.
+    located : tuple of Merge
+        The merges the run located while it ran (``merge_events=True``:
+        cluster counts at eps 0.05, times to the integrator's tolerance,
+        :mod:`particles.events`), read from the trajectory; empty otherwise.
     """
 
     times: np.ndarray
@@ -160,6 +166,7 @@ class AnalysisResult:
     mass_counts: np.ndarray | None = None
     fourier_mode: np.ndarray | None = None
     fourier_modulus: np.ndarray | None = None
+    located: tuple[Merge, ...] = ()
 
     @property
     def batch(self) -> int | None:
@@ -207,7 +214,7 @@ class AnalysisResult:
 
         Parameters
         ----------
-        table : {"merges", "splits", "plateaus", "timescales", "frames"}
+        table : {"merges", "splits", "plateaus", "timescales", "frames", "located"}
             ``merges``: one row per absorbed cluster (system, frame, time,
             into, absorbed, size_into, size_absorbed, phase: "fast" before the
             system's formation time, "slow" after, "unformed" when its
@@ -216,7 +223,8 @@ class AnalysisResult:
             (formation_time, first_merge_time, clusters_formed, separation);
             ``frames``: one row per frame and system (frame, time, system,
             cluster_count, spread, mass_count, fourier_mode and
-            fourier_modulus where computed, and every scalar).
+            fourier_modulus where computed, and every scalar); ``located``:
+            the merges the run located (system, time, before, after).
 
         Returns
         -------
@@ -233,9 +241,16 @@ class AnalysisResult:
             raise ImportError(
                 "to_dataframe needs pandas: pip install 'attention-particles[tables]'"
             ) from None
-        tables = ("merges", "splits", "plateaus", "timescales", "frames")
+        tables = ("merges", "splits", "plateaus", "timescales", "frames", "located")
         if table not in tables:
             raise ValueError(f"table must be one of {', '.join(tables)}, got {table!r}")
+        if table == "located":
+            return pd.DataFrame({
+                "system": np.array([m.system for m in self.located], dtype=np.int64),
+                "time": np.array([m.time for m in self.located], dtype=np.float64),
+                "before": np.array([m.before for m in self.located], dtype=np.int64),
+                "after": np.array([m.after for m in self.located], dtype=np.int64),
+            })
         if table == "frames":
             counts = np.asarray(self.counts)
             B = 1 if counts.ndim == 1 else counts.shape[1]
@@ -469,8 +484,26 @@ class AnalysisResult:
             )
         if len(shown_merges) > max_merges:
             lines.append(f"  ... {len(shown_merges) - max_merges} more")
+        if self.located:
+            lines.append("")
+            lines.append(self._located_lines(max_merges))
         if self.splits:
             lines.append(f"splits: {len(self.splits)} (tokens drifted past eps)")
+        return "\n".join(lines)
+
+
+    def _located_lines(self, max_merges: int) -> str:
+        """The merges the run located, each with the saved frames around it."""
+        lines = [f"merges located while it ran ({len(self.located)}; eps "
+                 f"{value_text(DEFAULT_EPS)} rad, to the integrator's tolerance): time, "
+                 "clusters before -> after, between saved frames"]
+        for m in self.located[:max_merges]:
+            k = int(np.searchsorted(self.times, m.time, side="left"))
+            lo = time_text(self.times[k - 1]) if k > 0 else "-"
+            hi = time_text(self.times[k]) if k < self.times.size else "-"
+            lines.append(f"  t={m.time:<12.6g}  {m.before:>4d} -> {m.after:<4d}  ({lo}, {hi}]")
+        if len(self.located) > max_merges:
+            lines.append(f"  ... {len(self.located) - max_merges} more (to_dataframe('located'))")
         return "\n".join(lines)
 
 
@@ -581,6 +614,7 @@ def analyze(
         mass_counts=heavy,
         fourier_mode=mode,
         fourier_modulus=modulus,
+        located=tuple(getattr(trajectory, "merge_events", ())),
     )
 
 
@@ -783,10 +817,14 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
         "model": str(a.get("model", "")) or None,
     }
     fourier = stored.group("fourier") if "fourier/mode" in stored.datasets else {}
+    try:  # the run's own located merges, when the file is its trajectory
+        located = read_merge_events(path)
+    except ValueError:
+        located = ()
     return AnalysisResult(
         times, counts, labels, scalars, edges, hist, merges, splits, plateaus, ts, settings, info,
         mass_counts=stored.datasets.get("mass_count"), fourier_mode=fourier.get("mode"),
-        fourier_modulus=fourier.get("modulus"),
+        fourier_modulus=fourier.get("modulus"), located=located,
     )
 
 

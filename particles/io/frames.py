@@ -16,6 +16,7 @@ write through it.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from typing import Protocol
@@ -147,6 +148,9 @@ class GroupWriter:
         self._last_flush = time.monotonic()
         self._single = config.batch is None
         self._observable_attrs = dict(observable_attrs or {})
+        #: True once the run ended at a stop before its last save time (a
+        #: trajectory's until_clusters): complete with fewer frames than expected
+        self.ends_early = False
 
     def append(self, frame: Frame) -> bool:
         """Buffer one frame; write the buffer to disk when it is due.
@@ -302,19 +306,23 @@ class GroupWriter:
                 raise self._failed
             return
         self.flush()
-        if complete and self.frames != len(self.config.output_times()):
+        if complete and not self.ends_early and self.frames != len(self.config.output_times()):
             raise ValueError(
                 f"{self.frames} of {len(self.config.output_times())} frames written; "
                 "not marked complete"
             )
         try:
-            self._file[self._parameters].attrs["complete"] = np.int8(bool(complete))
+            params = self._file[self._parameters]
+            params.attrs.update(self.closing_attrs())
+            params.attrs["complete"] = np.int8(bool(complete))  # last
             self._file.flush()
         except (OSError, RuntimeError) as exc:
             raise self._fail(exc) from None
 
-
-
+    def closing_attrs(self) -> dict[str, object]:
+        """Attributes of the parameters group written when the group is closed,
+        before ``complete`` (a trajectory's ``stop_reason``); none here."""
+        return {}
     def close(self, *, complete: bool) -> None:
         """Write what is buffered, record whether the run completed, close the file.
 
@@ -337,7 +345,7 @@ class GroupWriter:
 def _without_positions(frame: Frame) -> Frame:
     """A buffered frame whose positions will not be written (kept: shape only)."""
     empty = np.empty((0, *frame.positions.shape[1:]), dtype=frame.positions.dtype)
-    return Frame(frame.index, frame.step, frame.time, empty, frame.observables)
+    return dataclasses.replace(frame, positions=empty)
 
 
 def _put(ds: h5py.Dataset, k0: int, k1: int, data: np.ndarray) -> None:

@@ -20,8 +20,21 @@ Layout (https://www.nongnu.org/h5md/, version 1.1)::
                                    config (JSON of SimulationConfig.to_dict()),
                                    seed (decimal string: resolved seeds are up to 128 bits),
                                    summation_degree (int: K or L of the spectral
-                                   summation's series, only when it ran)
+                                   summation's series, only when it ran),
+                                   stop_reason ("until_clusters" or "max_wall": a run
+                                   that ended or paused at a stop, only then)
         versions                   particles, numpy, numba, h5py, hdf5, python
+    /events/merges                 only with merge_events: the located merges
+        time    float64 (merges,)             first time seen with fewer clusters
+        before, after  int64 (merges,)        cluster counts either side
+        system  int64   (merges,)             0 (one system)
+                                   eps (linking distance of the counts, radians)
+
+A run stopped by ``until_clusters`` is complete with fewer frames than its
+``T`` asks (``stop_reason`` says why); one paused by ``max_wall`` is
+incomplete, and ``--resume`` continues it.  Merge events are written before
+the frames they precede; readers keep those up to the last frame's time, and
+reopening cuts the others (a kill between the two writes).
 
 Positions kept (``config.positions``, :data:`particles.config.POSITIONS`).
 With ``"all"`` (the default) the layout is the one above.  With ``"final"``
@@ -103,11 +116,13 @@ from particles.io.hdf5 import (
 )
 from particles.io.kinds import Example, refusal, register
 from particles.observables import energy_definition
-from particles.trajectory import Frame, Trajectory
+from particles.observables.pairs import DEFAULT_EPS
+from particles.trajectory import STOP_REASONS, Frame, Merge, Trajectory
 
 __all__ = [
     "FLUSH_INTERVAL",
     "GROUP",
+    "MERGES",
     "TRAJECTORY",
     "RunSummary",
     "TrajectoryFileError",
@@ -119,6 +134,7 @@ __all__ = [
     "inspect_group",
     "load",
     "read_first_frame",
+    "read_merge_events",
     "read_observables",
     "read_summary",
     "run_bytes",
@@ -129,6 +145,11 @@ __all__ = [
 GROUP = "tokens"
 
 _POSITION = f"particles/{GROUP}/position"
+
+#: the group of located merges (``merge_events=True``) and its datasets.
+MERGES = "events/merges"
+_MERGE_FIELDS = {"time": np.float64, "before": np.int64, "after": np.int64,
+                 "system": np.int64}
 
 
 @dataclass(frozen=True)
@@ -157,6 +178,11 @@ class RunSummary(FrameCounts):
         Positions of the last stored frame.
     final_observables : dict of str to float or ndarray of shape (batch,)
         Observables of the last stored frame.
+    stop_reason : str
+        Why the run ended or paused before its last save time (a key of
+        :data:`~particles.trajectory.STOP_REASONS`), or "".
+    merges : int
+        Merge events stored (``merge_events=True``), up to the last frame.
     """
 
     path: Path
@@ -169,6 +195,14 @@ class RunSummary(FrameCounts):
     observables: tuple[str, ...]
     final: np.ndarray
     final_observables: dict[str, float | np.ndarray]
+    stop_reason: str = ""
+    merges: int = 0
+
+    def describe(self) -> str:
+        """``"holds 5 of 11 frames (t=0.5)"``, and why it stopped early."""
+        why = {"until_clusters": ", stopped by until_clusters",
+               "max_wall": ", paused by max_wall"}
+        return super().describe() + why.get(self.stop_reason, "")
 
 
 # ---------------------------------------------------------------- reading
@@ -180,6 +214,7 @@ class _Header:
     frames: int
     complete: bool
     observables: tuple[str, ...]
+    stop_reason: str = ""
 
 
 def expected_frames(config: SimulationConfig) -> int:
@@ -308,11 +343,48 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
     except (ValueError, TypeError) as exc:
         raise file_error(path, f"stored configuration is not valid: {exc}") from None
     flag = bool(params.attrs.get("complete", 0))
+    stop = params.attrs.get("stop_reason", "")
+    stop = stop.decode() if isinstance(stop, bytes) else str(stop)
+    if stop and stop not in STOP_REASONS:
+        raise file_error(path, f"unknown /parameters attribute stop_reason {stop!r}")
     frames, names = inspect_group(f, path, config, GROUP, "observables", complete=flag)
     if frames == 0:
         raise file_error(path, "holds no frames")
-    complete = flag and frames == expected_frames(config)
-    return _Header(config, frames, complete, names)
+    expected = expected_frames(config)
+    # a run stopped by until_clusters is complete with fewer frames
+    complete = flag and (frames == expected or (stop == "until_clusters" and frames < expected))
+    return _Header(config, frames, complete, names, stop)
+
+
+def _frame_time(f: h5py.File, h: _Header) -> float:
+    """Time of the last stored frame."""
+    if h.config.positions == "all":
+        return float(f[_POSITION]["time"][h.frames - 1])
+    return float(clock_element(f["observables"], h.observables)["time"][h.frames - 1])
+
+
+def _merge_rows(f: h5py.File, h: _Header) -> int:
+    """Merge events stored up to the last frame (written before their frames)."""
+    group = f.get(MERGES)
+    if not isinstance(group, h5py.Group):
+        return 0
+    if any(not isinstance(group.get(k), h5py.Dataset) or group[k].ndim != 1
+           for k in _MERGE_FIELDS):
+        raise file_error(Path(f.filename), f"/{MERGES} is not four datasets "
+                         f"{{{','.join(_MERGE_FIELDS)}}} of one axis")
+    k = min(group[name].shape[0] for name in _MERGE_FIELDS)
+    times = np.asarray(group["time"][:k])
+    return int(np.searchsorted(times, _frame_time(f, h), side="right"))
+
+
+def _read_merges(f: h5py.File, h: _Header) -> tuple[Merge, ...]:
+    """The merge events of an open trajectory, up to its last frame."""
+    k = _merge_rows(f, h)
+    if not k:
+        return ()
+    cols = {name: np.asarray(f[MERGES][name][:k]) for name in _MERGE_FIELDS}
+    return tuple(Merge(float(t), int(b), int(a), int(s)) for t, b, a, s in zip(
+        cols["time"], cols["before"], cols["after"], cols["system"], strict=True))
 
 
 def read_observables(
@@ -358,6 +430,8 @@ def load(path: str | Path):
             observables=read_observables(f, h.observables, slice(0, k)),
             config=h.config,
             complete=h.complete,
+            stop_reason=h.stop_reason,
+            merge_events=_read_merges(f, h),
         )
 
     return read_retrying(path, _inspect, reader, "trajectory")
@@ -424,9 +498,28 @@ def read_summary(path: str | Path) -> RunSummary:
             final=finite_frames(np.asarray(pos["value"][at], dtype=np.float64)[None],
                                 Path(path), "positions", first=at)[0],
             final_observables={k: (v if v.ndim else float(v)) for k, v in final_obs.items()},
+            stop_reason=h.stop_reason,
+            merges=_merge_rows(f, h),
         )
 
     return read_retrying(path, _inspect, reader, "trajectory")
+
+
+def read_merge_events(path: str | Path) -> tuple[Merge, ...]:
+    """The merge events a run located (``merge_events=True``; ``/events/merges``),
+    up to its last frame, reading no frame.
+
+    Returns
+    -------
+    tuple of Merge
+        Empty for a run that did not record them.
+
+    Raises
+    ------
+    TrajectoryFileError
+        As :func:`load`.
+    """
+    return read_retrying(path, _inspect, _read_merges, "trajectory")
 
 
 def add_particle_group(
@@ -465,6 +558,17 @@ def write_config(params: h5py.Group, config: SimulationConfig) -> None:
         params.attrs["summation_degree"] = np.int32(spectral.degree(config))
 
 
+def _add_merge_events(f: h5py.File) -> h5py.Group:
+    """Create ``/events/merges`` (empty, appendable) unless it exists."""
+    group = f.get(MERGES)
+    if group is None:
+        group = f.require_group(MERGES)
+        for name, dtype in _MERGE_FIELDS.items():
+            appendable(group, name, (), dtype)
+        group.attrs["eps"] = DEFAULT_EPS
+    return group
+
+
 class TrajectoryWriter(GroupWriter):
     """Appends frames to an open trajectory file and flushes them on a timer.
 
@@ -482,6 +586,8 @@ class TrajectoryWriter(GroupWriter):
         Frames already stored.
     flush_interval : float
         Seconds of wall time between writes to disk.
+    merges : int
+        Merge events already stored.
     """
 
     def __init__(
@@ -492,11 +598,40 @@ class TrajectoryWriter(GroupWriter):
         frames: int = 0,
         flush_interval: float = FLUSH_INTERVAL,
         reserve: Reserve | None = None,
+        merges: int = 0,
     ) -> None:
         super().__init__(
             file, config, frames=frames, flush_interval=flush_interval, reserve=reserve,
             observable_attrs=energy_attrs(config),
         )
+        self.stop_reason = ""
+        self._merges = merges  # merge events on disk
+
+    def append(self, frame: Frame) -> bool:
+        """Buffer one frame (the last of a stopped run says why it stopped)."""
+        if frame.stop:
+            self.stop_reason = frame.stop
+            self.ends_early = frame.stop == "until_clusters"
+        return super().append(frame)
+
+    def _write(self, frames: list[Frame]) -> None:
+        # the merges before the frames they precede: a kill between the two
+        # leaves events past the last frame, which readers skip and reopen cuts
+        # (rows counted, not appended: a write repeated after an interrupt
+        # rewrites the same rows)
+        merges = [m for fr in frames for m in fr.merges]
+        if merges:
+            group = _add_merge_events(self._file)
+            k0, k1 = self._merges, self._merges + len(merges)
+            for name, dtype in _MERGE_FIELDS.items():
+                group[name].resize(k1, axis=0)
+                group[name][k0:k1] = np.array([getattr(m, name) for m in merges], dtype=dtype)
+        super()._write(frames)
+        self._merges += len(merges)
+
+    def closing_attrs(self) -> dict[str, object]:
+        """``stop_reason`` of a run that ended or paused at a stop."""
+        return {"stop_reason": self.stop_reason} if self.stop_reason else {}
 
     # ------------------------------------------------------------ opening
     @classmethod
@@ -528,6 +663,7 @@ class TrajectoryWriter(GroupWriter):
         f, reserve = create_file(path, lambda f: (
             add_particle_group(f, GROUP, config, "observables"),
             write_config(write_header(f), config),
+            _add_merge_events(f) if config.merge_events else None,
         ))
         return cls(f, config, flush_interval=flush_interval, reserve=reserve)
 
@@ -542,7 +678,9 @@ class TrajectoryWriter(GroupWriter):
         """Open an existing trajectory to append frames to it.
 
         Datasets longer than the shortest one (a kill in the middle of a
-        write) are cut back first, and the file is marked incomplete.
+        write) are cut back first, so are merge events past the last frame,
+        and the file is marked incomplete (its ``stop_reason`` removed: the
+        run goes on).
         ``config``, when given, replaces the stored configuration (a run
         extended to a longer ``T``; the caller checks that its frames extend
         the stored ones).
@@ -555,19 +693,27 @@ class TrajectoryWriter(GroupWriter):
         path = Path(path)
         read_summary(path)  # one-line errors for files that are no trajectories
 
-        def prepare(f: h5py.File) -> _Header:
+        def prepare(f: h5py.File) -> tuple[_Header, int]:
             header = _inspect(f, path)
             for ds in _frame_datasets(f, header.observables, header.config.positions):
                 if ds.shape[0] != header.frames:
                     ds.resize(header.frames, axis=0)
+            merges = _merge_rows(f, header)
+            for name in _MERGE_FIELDS if MERGES in f else ():
+                if f[MERGES][name].shape[0] != merges:
+                    f[MERGES][name].resize(merges, axis=0)
+            if (config or header.config).merge_events:
+                _add_merge_events(f)
             f["parameters"].attrs["complete"] = np.int8(0)
+            if "stop_reason" in f["parameters"].attrs:
+                del f["parameters"].attrs["stop_reason"]
             if config is not None:
                 f["parameters"].attrs["config"] = config.to_json()
-            return header
+            return header, merges
 
-        f, reserve, header = reopen_file(path, prepare)
+        f, reserve, (header, merges) = reopen_file(path, prepare)
         return cls(f, config or header.config, frames=header.frames,
-                   flush_interval=flush_interval, reserve=reserve)
+                   flush_interval=flush_interval, reserve=reserve, merges=merges)
 
 
 def _frame_datasets(f: h5py.File, observables, positions: str = "all") -> list[h5py.Dataset]:

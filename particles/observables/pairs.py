@@ -34,8 +34,12 @@ from particles.observables.base import Context
 from particles.observables.energy import kernel_energy
 from particles.observables.spread import wide_component
 
-__all__ = ["MASK_MAX_N", "close_pairs_reference", "find_root", "frame_statistics",
+__all__ = ["DEFAULT_EPS", "MASK_MAX_N", "close_pairs_reference", "find_root", "frame_statistics",
            "pair_observer"]
+
+#: default linking distance of clusters in radians: tokens closer than this
+#: share a cluster (the analysis' default, and what a run's stops count with).
+DEFAULT_EPS = 0.05
 
 
 @jit

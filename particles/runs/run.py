@@ -25,6 +25,15 @@ and how it names its stops (:data:`STOPS`).  The guarantees:
   :class:`RunInterrupted`, which carries the summary of what was kept).
 * ``resume=True`` continues an incomplete file in place from its last frame;
   the result is bit-identical to an uninterrupted run.
+* Stops (:mod:`particles.events`): a run with ``until_clusters`` ends at
+  the first frame with at most that many clusters, complete there (the
+  file's ``stop_reason`` says so); ``resume`` with a smaller value (or none)
+  continues it, as long as the stop no longer holds at its last frame.  A run
+  with ``max_wall`` pauses at the first frame after that many seconds: the
+  file is kept incomplete (``stop_reason`` ``"max_wall"``), the returned
+  summary says so, and ``resume`` continues it with a new budget,
+  bit-identical to a run that never paused.  Resuming may change either stop
+  (alone, or with ``T``).
 * ``resume=True`` with a configuration that differs from the stored one in
   ``T`` (and ``save_times``) only extends the run (complete or not) to the
   new ``T``: the stored configuration is updated, the file is marked
@@ -55,8 +64,9 @@ from pathlib import Path
 
 import numpy as np
 
+from particles import events
 from particles.analysis import DEFAULT_EPS, count_clusters
-from particles.config import SimulationConfig
+from particles.config import STOP_DEFAULTS, SimulationConfig
 from particles.engine import iter_frames
 from particles.errors import ResumeMismatch, RunFailed, RunInterrupted
 from particles.io.h5md import (
@@ -155,8 +165,9 @@ def config_differences(given: SimulationConfig, stored: SimulationConfig
                        ) -> dict[str, tuple]:
     """Field name -> (given, stored) JSON values, for each field that differs."""
     a, b = given.to_dict(), stored.to_dict()
-    a.setdefault("positions", "all")  # not written when it is the default
-    b.setdefault("positions", "all")
+    for key, default in {"positions": "all", **STOP_DEFAULTS}.items():
+        a.setdefault(key, default)  # not written when they are the defaults
+        b.setdefault(key, default)
     return {k: (a[k], b[k]) for k in a if a[k] != b[k]}
 
 
@@ -204,7 +215,8 @@ def run_to_file(
     -------
     RunResult
         What the file holds once the run completed (a
-        :class:`~particles.io.RunSummary` with ``cluster_count``).
+        :class:`~particles.io.RunSummary` with ``cluster_count``), or
+        paused (``max_wall``: ``complete`` False, ``stop_reason`` "max_wall").
 
     Raises
     ------
@@ -269,20 +281,32 @@ def _step_counts(state: RunSummary) -> np.ndarray | None:
                      for k in ("accepted_steps", "rejected_steps")], axis=-1)
 
 
+#: the fields a resume may change without extending the run: its stops.
+RESUMABLE_STOPS = ("until_clusters", "max_wall")
+
+
 def _plan(state: RunSummary, given: SimulationConfig | None) -> SimulationConfig | None:
     """The configuration that continues the file ``state`` describes (None: it is
-    complete as it is): the stored one, or extended to the given ``T`` and save times."""
-    extended = None
+    complete as it is): the stored one, with the given stops, extended to the given
+    ``T`` and save times."""
+    stored, extended = state.config, None
     if given is not None:
-        given = given if given.seed is not None else given.replace(seed=state.config.seed)
-        differences = set(config_differences(given, state.config))
+        given = given if given.seed is not None else given.replace(seed=stored.seed)
+        differences = set(config_differences(given, stored))
+        stops = {k: getattr(given, k) for k in RESUMABLE_STOPS if k in differences}
+        stored, differences = stored.replace(**stops), differences - set(stops)
         if differences and differences <= {"T", "save_times"}:
-            extended = check_extension(given, state.config)
-        else:
-            check_resume_config(given, state.config)
-    if state.complete and extended is None:
-        return None
-    config = state.config if extended is None else extended
+            extended = check_extension(given, stored)
+        elif differences:
+            check_resume_config(given, stored)
+    config = stored if extended is None else extended
+    if state.complete:
+        if state.stop_reason != "until_clusters" and extended is None:
+            return None  # it reached its T
+        final = state.final.reshape(config.batch or 1, config.n, config.d)
+        if state.stop_reason == "until_clusters" and events.until_holds(
+                events.cluster_counts(final, config.mass_array()), config.until_clusters):
+            return None  # it stopped where its stop still holds
     times = config.output_times()
     if state.frames > len(times) or state.time != times[state.frames - 1]:
         raise TrajectoryFileError(
@@ -301,4 +325,5 @@ STOPS = Stops(
     promote_at=2,
     interrupted=lambda path, kept, summary: RunInterrupted(path, summary),
     failed=lambda exc, path, kept, summary: RunFailed(str(exc), path, summary),
+    pauses=lambda frame: frame.stop == "max_wall",
 )

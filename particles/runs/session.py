@@ -40,6 +40,11 @@ together.  Every session that writes a file of a kind
   SIGTERM deferred (:func:`deferred_interrupts`), so a second Ctrl-C cannot
   cut a close short or remove the items; a signal held while the file was
   finished is raised once the finished file is read back.
+* An item after which the session pauses (:attr:`Stops.pauses`: a run's
+  ``max_wall``) ends it as planned, not as a stop: the file is written,
+  takes the target's name (the session produced its items), is closed
+  incomplete and :func:`stream` returns its summary (``complete`` False);
+  ``resume`` continues it.
 * A finished file is read back and never reported complete unless it is.
 * A promoted file is checked to still be this session's file
   (:meth:`OutputFile.check_owned`): a session whose file another one
@@ -455,6 +460,9 @@ class Stops:
     keep_on_error : bool
         Whether any other exception keeps the items as Ctrl-C does (it
         propagates unchanged either way).
+    pauses : callable, optional
+        ``pauses(item) -> bool``: whether the session pauses after this item
+        (the file kept incomplete, its summary returned).
     """
 
     what: str
@@ -462,6 +470,7 @@ class Stops:
     interrupted: Callable[[Path, Path | None, Summary | None], RunInterrupted] | None = None
     failed: Callable[[IntegrationError, Path, Path | None, Summary | None], RunFailed] | None = None
     keep_on_error: bool = True
+    pauses: Callable[[Any], bool] | None = None
 
     def interruption(self, path: Path, kept: Path | None, summary: Summary | None,
                      signum: int | None = None) -> RunInterrupted:
@@ -568,10 +577,13 @@ def _create(kind: FileKind, path: Path, spec: Any, overwrite: bool,
     return _Opened(output, writer, spec, None)
 
 
-def _write_all(opened: _Opened, items: Iterable[Any], expected: int, promote_at: int | None,
-               should_stop: Callable[[], bool] | None) -> None:
-    """Append every item; the first flushed at once, the target promoted when due."""
-    writer, output = opened.writer, opened.output
+def _write_all(opened: _Opened, items: Iterable[Any], expected: int, stops: Stops,
+               should_stop: Callable[[], bool] | None) -> bool:
+    """Append every item; the first flushed at once, the target promoted when due.
+
+    Returns whether the session paused (:attr:`Stops.pauses`).
+    """
+    writer, output, promote_at = opened.writer, opened.output, stops.promote_at
     for appended, item in enumerate(items, start=1):
         wrote = writer.append(item)
         if writer.frames == 0 and not wrote:
@@ -583,9 +595,14 @@ def _write_all(opened: _Opened, items: Iterable[Any], expected: int, promote_at:
             if promote_at is not None and appended - writer.pending >= promote_at:
                 output.promote()
             output.check_owned()
+        if stops.pauses is not None and stops.pauses(item):
+            writer.flush()
+            output.promote()
+            return True
         if (should_stop is not None and writer.frames + writer.pending < expected
                 and should_stop()):
             raise KeyboardInterrupt
+    return False
 
 
 def stream(
@@ -636,7 +653,8 @@ def stream(
     Returns
     -------
     Summary
-        What the finished file holds, read back (``complete`` True).
+        What the finished file holds, read back (``complete`` True; False
+        for a session that paused, :attr:`Stops.pauses`).
 
     Raises
     ------
@@ -660,16 +678,22 @@ def stream(
         opened = _create(kind, path, spec, overwrite, flush_interval)
     expected = kind.expected(opened.spec)
     needed = lambda done: kind.bytes_needed(opened.spec, expected - done)  # noqa: E731
-    held = _run(opened, items, expected, stops, summarize, finishing, should_stop, needed)
-    result = read_back(opened.output, summarize, lambda r: needed(r.items))
+    held, paused = _run(opened, items, expected, stops, summarize, finishing, should_stop,
+                        needed)
+    if paused:
+        opened.output.check_owned()
+        result = summarize(opened.output.path)
+    else:
+        result = read_back(opened.output, summarize, lambda r: needed(r.items))
     if held:
         raise stops.interruption(path, path, result, signum=held[0])
     return result
 
 
 def _run(opened: _Opened, items, expected: int, stops: Stops, summarize, finishing,
-         should_stop, needed) -> list[int]:
-    """Write every item and finish the file; the signals held while finishing."""
+         should_stop, needed) -> tuple[list[int], bool]:
+    """Write every item and finish the file; the signals held while finishing, and
+    whether the session paused."""
     output, writer = opened.output, opened.writer
 
     def close() -> int:
@@ -692,13 +716,16 @@ def _run(opened: _Opened, items, expected: int, stops: Stops, summarize, finishi
                                                           summary_of(kept)),
                    keep_on_error=stops.keep_on_error):
             source = items(opened.spec, opened.summary)
-            _write_all(opened, source, expected, stops.promote_at, should_stop)
+            paused = _write_all(opened, source, expected, stops, should_stop)
             with deferred_interrupts() as held:  # finishing is never cut short
                 output.check_owned()
-                if finishing is not None:
-                    finishing(writer, opened.spec)
-                writer.close(complete=True)
-                output.finish()
+                if paused:
+                    writer.close(complete=False)
+                else:
+                    if finishing is not None:
+                        finishing(writer, opened.spec)
+                    writer.close(complete=True)
+                    output.finish()
     except OutputWriteError as exc:
         attach_summary(exc, summarize)
         # what the whole file still needs, not only the write that failed
@@ -708,7 +735,7 @@ def _run(opened: _Opened, items, expected: int, stops: Stops, summarize, finishi
         close_items = getattr(source, "close", None)
         if close_items is not None:
             close_items()
-    return held
+    return held, paused
 
 
 def read_back(output: OutputFile, summarize: Callable[[Path], Summary],

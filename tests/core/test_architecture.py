@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("particles.fields", "particles.integrators", "particles.observables"),
     # models build problems from a configuration, which validates against them
     ("particles.config", "particles.models"),
-    ("particles.engine", "particles.circle", "particles.meanfield"),
+    ("particles.engine", "particles.events", "particles.circle", "particles.meanfield"),
     ("particles.io",),
     ("particles.analysis", "particles.circle_analysis"),
     ("particles.plotting",),

@@ -1,0 +1,176 @@
+"""What a run watches while it integrates: cluster counts, merge events, stops.
+
+Three things a long metastable run wants without dense output (DESIGN.md
+section 2: clusters persist for times of order ``exp(c beta)``):
+
+* **Merge events** (``merge_events=True``).  After every saved frame the
+  cluster count (:func:`cluster_counts`: the components at linking distance
+  :data:`~particles.observables.pairs.DEFAULT_EPS`, the analysis' default
+  detector, with its spread rule) is compared with the previous frame's.
+  Where it dropped, :func:`locate_merges` bisects the interval: it
+  integrates a copy of the earlier state to the midpoint with the run's own
+  integrator (:func:`particles.engine.integrate` hands it the stepper),
+  counts again, and keeps the half in which the count drops, until the
+  bracket is shorter than the tolerance (:func:`time_tolerance`: the
+  adaptive integrator's ``rtol`` relative to the time, or one fixed step).
+  Several merges in one interval are located one after the other.  The run
+  itself is not touched: its frames are the same bits with or without
+  events.  A count that rises (a spread start forming clusters, count 0 ->
+  k, or tokens drifting past eps) is no merge.
+* **until_clusters K.**  The run ends at the first saved frame at which
+  every system has between 1 and K clusters; it is complete there (its
+  file's ``stop_reason`` says so, and holds fewer frames than ``T`` asks).
+* **max_wall S.**  The run pauses at the first saved frame reached after S
+  seconds of wall time (counted from the start of this session, not of the
+  run: a resumed run gets a new budget).
+
+:func:`stops` applies the last two to a stream of frames, marking the last
+frame's :attr:`~particles.trajectory.Frame.stop`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+
+from particles.observables.pairs import DEFAULT_EPS, frame_statistics
+from particles.protocols import RunSpec
+from particles.trajectory import Frame, Merge
+
+__all__ = ["DEFAULT_EPS", "cluster_counts", "locate_merges", "stops", "time_tolerance",
+           "until_holds"]
+
+#: smallest relative bracket of a bisection (below it the times are round-off).
+MIN_RELATIVE = 1e-12
+
+
+def cluster_counts(X: np.ndarray, masses: np.ndarray | None = None) -> np.ndarray:
+    """Cluster counts of every system (0: spread), as the analysis counts them.
+
+    Parameters
+    ----------
+    X : ndarray, shape (batch, n, d)
+    masses : ndarray, shape (n,), optional
+        Token masses (they change no count; the compiled pass takes them).
+
+    Returns
+    -------
+    ndarray of int64, shape (batch,)
+        :func:`particles.analysis.count_clusters` at eps
+        :data:`~particles.observables.pairs.DEFAULT_EPS`.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    m = np.ones(X.shape[1]) if masses is None else np.asarray(masses, dtype=np.float64)
+    return frame_statistics(X, np.empty(0), DEFAULT_EPS, 0.0, m)[1]
+
+
+def until_holds(counts: np.ndarray, until: int | None) -> bool:
+    """Whether cluster counts (batch,) end a run with ``until_clusters=until``:
+    every system between 1 and ``until`` clusters (a spread system, 0, has not
+    clustered yet)."""
+    counts = np.asarray(counts)
+    return until is not None and bool(np.all((counts >= 1) & (counts <= until)))
+
+
+def time_tolerance(t: float, *, adaptive: bool, rtol: float, dt: float) -> float:
+    """Length below which a merge's bracket ends: ``rtol * max(t, 1)`` for an
+    adaptive integrator (its own accuracy), one step ``dt`` for a fixed one."""
+    if adaptive:
+        return max(rtol, MIN_RELATIVE) * max(abs(t), 1.0)
+    return dt
+
+
+def _merged(count: int, before: int) -> bool:
+    """Whether a count seen after ``before`` clusters is a merge (not spread, fewer)."""
+    return 1 <= count < before
+
+
+def locate_merges(
+    advance: Callable[[np.ndarray, float, float], None],
+    count: Callable[[np.ndarray], int],
+    X0: np.ndarray,
+    t0: float,
+    before: int,
+    X1: np.ndarray,
+    t1: float,
+    after: int,
+    tol: Callable[[float], float],
+) -> list[Merge]:
+    """The merges between two saved frames of one system, by bisection.
+
+    Parameters
+    ----------
+    advance : callable
+        ``advance(state, a, b)``: integrate a state (a copy of the run's) from
+        time ``a`` to ``b`` in place.
+    count : callable
+        ``count(state) -> int``: the cluster count of a state.
+    X0, X1 : ndarray
+        States at ``t0`` and ``t1`` (not modified).
+    t0, t1 : float
+        The frames' times, ``t0 < t1``.
+    before, after : int
+        Their counts; merges are located only when ``1 <= after < before``.
+    tol : callable
+        ``tol(t)``: the bracket length at which a merge near ``t`` is located.
+
+    Returns
+    -------
+    list of Merge
+        In time order; each at the first time seen with fewer clusters.
+    """
+    found: list[Merge] = []
+    while before >= 1 and _merged(after, before):
+        lo, X_lo = t0, X0
+        hi, X_hi, c_hi = t1, X1, after
+        while hi - lo > tol(hi):
+            mid = 0.5 * (lo + hi)
+            if not lo < mid < hi:  # the bracket is round-off
+                break
+            Y = X_lo.copy()
+            advance(Y, lo, mid)
+            c = count(Y)
+            if _merged(c, before):
+                hi, X_hi, c_hi = mid, Y, c
+            else:
+                lo, X_lo = mid, Y
+        found.append(Merge(float(hi), int(before), int(c_hi)))
+        if c_hi <= after or hi >= t1:
+            break
+        t0, X0, before = hi, X_hi, c_hi  # more merges after this one
+    return found
+
+
+def stops(config: RunSpec, frames: Iterable[Frame], *, start: int) -> Iterator[Frame]:
+    """The frames of a run up to its first stop (``until_clusters``, ``max_wall``).
+
+    The frame at which a stop holds is yielded last, with ``stop`` set.
+    Frames up to ``start`` (frame 0, or the frame a resumed run continues
+    from: already on disk) never stop it, nor does the run's last frame (the
+    run ends there anyway).
+
+    Parameters
+    ----------
+    config : SimulationConfig
+    frames : iterable of Frame
+        With ``clusters`` set when ``config.until_clusters`` is.
+    start : int
+        Index of the frame the run starts (or resumes) from.
+    """
+    until, wall = config.until_clusters, config.max_wall
+    last = config.frame_count() - 1
+    began = time.monotonic()
+    for fr in frames:
+        stop = ""
+        if start < fr.index < last:
+            if fr.clusters is not None and until_holds(fr.clusters, until):
+                stop = "until_clusters"
+            elif wall is not None and time.monotonic() - began >= wall:
+                stop = "max_wall"
+        if stop:
+            yield dataclasses.replace(fr, stop=stop)
+            return
+        yield fr
