@@ -9,11 +9,14 @@ paths: the better of two whole runs, since the runners on the collapsed
 groups compile during the first).  The table
 gives wall seconds, steps, the cluster counts of every save time compared,
 and the times at which the count drops (merges, at the resolution of the save
-grid) compared; then the fast run to T = 1e6.
+grid) compared; then the fast run to T = 1e6.  Last, both T = 1e4 runs again
+with ``merge_events=True``: the merges located by bisection to the step
+tolerance (:mod:`particles.events`), compared time by time, and what
+locating them costs.
 
 Usage::
 
-    python benchmarks/bench_longrun.py          # about two minutes
+    python benchmarks/bench_longrun.py          # about four minutes
     python benchmarks/bench_longrun.py --n 300  # a smaller system
 """
 
@@ -41,7 +44,12 @@ def run(n: int, T: float, frames: int, *, twice: bool = False, **kw):
         tr = simulate(n, 2, 9.0, T=T, save_times=f"log:0.01:{T:g}:{frames}", **common)
         wall = min(wall, time.perf_counter() - t)
     counts = detect(tr.positions, eps=0.05)[1]
-    return wall, int(tr.observables["accepted_steps"][-1]), tr.times, counts
+    return wall, int(tr.observables["accepted_steps"][-1]), tr.times, counts, tr.merge_events
+
+
+def located_slow(merges, final: int) -> np.ndarray:
+    """Times of the located merges once at most ``final + 10`` clusters remain."""
+    return np.array([m.time for m in merges if m.before <= final + 10])
 
 
 def drops(times: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -76,6 +84,20 @@ def main() -> None:
               f"difference {worst:.2%}")
     else:
         print(f"merge times: {a.size} direct, {b.size} fast: {a} vs {b}")
+    slow_ev = run(args.n, 1e4, args.frames, summation="direct", collapse_tol=0.0,
+                  merge_events=True)
+    fast_ev = run(args.n, 1e4, args.frames, twice=True, summation="auto", merge_events=True)
+    a = located_slow(slow_ev[4], int(slow[3][-1]))
+    b = located_slow(fast_ev[4], int(fast[3][-1]))
+    print(f"\nwith merge events: direct {slow_ev[0]:.2f} s ({slow_ev[0] / slow[0]:.2f}x without), "
+          f"fast {fast_ev[0]:.2f} s ({fast_ev[0] / fast[0]:.2f}x without); "
+          f"{len(slow_ev[4])} and {len(fast_ev[4])} merges located")
+    if a.size == b.size and a.size:
+        print(f"located merges after formation: {a.size} in both, at t = "
+              f"{', '.join(f'{t:.4g}' for t in a)}; largest relative difference "
+              f"{np.max(np.abs(a - b) / a):.2e}")
+    else:
+        print(f"located merges after formation: {a.size} direct, {b.size} fast: {a} vs {b}")
 
 
 if __name__ == "__main__":

@@ -855,7 +855,9 @@ def simulate(
         Further configuration fields: ``tau``, ``gamma``, ``weights``,
         ``value_weights``, ``heads``, ``normalization``, ``sinkhorn_iters``,
         ``sinkhorn_tol``, ``layer_time``, ``weight_draws``, ``observables``,
-        ``positions`` (see :class:`~particles.config.SimulationConfig`).
+        ``positions``, ``summation``, ``tol``, ``collapse_tol``, and the stops
+        ``until_clusters``, ``max_wall``, ``merge_events`` (see
+        :class:`~particles.config.SimulationConfig`).
 
     Returns
     -------

@@ -83,17 +83,33 @@ def groups(X: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
         The first (lowest) token index of every group.
     """
     n = X.shape[0]
-    pairs = cKDTree(X).query_pairs(tol, output_type="ndarray")
-    if pairs.size == 0:
+    # tokens of one group share their bits (they follow its first token), so the
+    # distinct rows come first: the pairs within tol are then sought among k
+    # points, not among the O(n^2) pairs of n tokens in a few collapsed clusters
+    rows, inverse = _distinct_rows(X)
+    pairs = cKDTree(rows).query_pairs(tol, output_type="ndarray")
+    if pairs.size == 0 and rows.shape[0] == n:
         return np.arange(n), np.arange(n)
-    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
-    _, raw = connected_components(graph, directed=False)
+    k = rows.shape[0]
+    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(k, k))
+    raw = connected_components(graph, directed=False)[1][inverse]
     # renumber by first token: group g's first token precedes group g + 1's
     _, first, inverse = np.unique(raw, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     return rank[inverse], first[order]
+
+
+def _distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of X (k, d) and the row of every token (n,), by one sort."""
+    order = np.lexsort(X.T[::-1])
+    S = X[order]
+    new = np.ones(X.shape[0], dtype=bool)
+    new[1:] = np.any(S[1:] != S[:-1], axis=1)
+    inverse = np.empty(X.shape[0], dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    return S[new], inverse
 
 
 def weighted(masses: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:

@@ -49,6 +49,25 @@ def test_groups_equal_the_brute_force_count():
     assert collapse.groups(np.eye(3), COLLAPSE_TOL)[1].size == 3
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_groups_of_collapsed_clusters_equal_the_brute_force_ones(seed):
+    """Many exact copies (tokens that follow their group) and a few near ones: the
+    distinct rows are grouped first, the partition is the brute force's."""
+    rng = np.random.default_rng(seed)
+    d = 2 + seed % 2
+    base = rng.normal(size=(rng.integers(1, 6), d))
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    X = base[rng.integers(0, len(base), 150)]
+    near = rng.random(150) < 0.2
+    X[near] += rng.choice([1e-16, 4e-16, 1e-15, 1e-9], size=(near.sum(), 1)) * rng.normal(
+        size=(near.sum(), d))
+    for tol in (COLLAPSE_TOL, 1e-12):
+        labels, first = collapse.groups(X, tol)
+        np.testing.assert_array_equal(labels, _groups_reference(X, tol))
+        np.testing.assert_array_equal(first, [np.flatnonzero(labels == g)[0]
+                                              for g in range(first.size)])
+
+
 @pytest.mark.parametrize("kw", [
     dict(model="sa"),
     dict(model="usa", usa_scale="n_exp_beta"),
