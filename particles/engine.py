@@ -237,12 +237,11 @@ def _frames(config: SimulationConfig, positions: np.ndarray, start: int, start_s
     """:func:`iter_frames` before its stops."""
     observers = observation(config.observables, config, nthreads=numba.get_num_threads())
     watch = config.until_clusters is not None or config.merge_events
-    masses = config.mass_array()
     # stacklevel 6: a step-size warning points at the caller of simulate (through run,
     # iter_frames and its stops)
     options = dict(dt=config.dt, max_steps=config.max_steps, rtol=config.rtol,
                    atol=config.atol, progress=progress, stacklevel=6,
-                   count=(lambda X: events.cluster_counts(X, masses)) if watch else None,
+                   count=events.cluster_counts if watch else None,
                    locate=config.merge_events)
     if config.collapses() and np.shape(positions)[0] == 1:
         yield from _collapsing(config, positions, observers, start, start_step, step_counts,

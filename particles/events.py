@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
+from particles.models.collapse import distinct_rows
 from particles.observables.pairs import DEFAULT_EPS, frame_statistics
 from particles.protocols import RunSpec
 from particles.trajectory import Frame, Merge
@@ -47,14 +48,16 @@ __all__ = ["DEFAULT_EPS", "cluster_counts", "locate_merges", "stops", "time_tole
 MIN_RELATIVE = 1e-12
 
 
-def cluster_counts(X: np.ndarray, masses: np.ndarray | None = None) -> np.ndarray:
+def cluster_counts(X: np.ndarray) -> np.ndarray:
     """Cluster counts of every system (0: spread), as the analysis counts them.
+
+    Counted over each system's distinct points: tokens of a collapsed cluster
+    share their bits, and coincident tokens change neither the components nor
+    the spread rule, so a run of n tokens in k groups pays O(k^2), not O(n^2).
 
     Parameters
     ----------
     X : ndarray, shape (batch, n, d)
-    masses : ndarray, shape (n,), optional
-        Token masses (they change no count; the compiled pass takes them).
 
     Returns
     -------
@@ -63,8 +66,13 @@ def cluster_counts(X: np.ndarray, masses: np.ndarray | None = None) -> np.ndarra
         :data:`~particles.observables.pairs.DEFAULT_EPS`.
     """
     X = np.asarray(X, dtype=np.float64)
-    m = np.ones(X.shape[1]) if masses is None else np.asarray(masses, dtype=np.float64)
-    return frame_statistics(X, np.empty(0), DEFAULT_EPS, 0.0, m)[1]
+    B, n = X.shape[:2]
+    distinct = [distinct_rows(X[b])[0] for b in range(B)]
+    if all(rows.shape[0] == n for rows in distinct):  # nothing coincides: one pass
+        return frame_statistics(X, np.empty(0), DEFAULT_EPS, 0.0, np.ones(n))[1]
+    return np.array([frame_statistics(rows[None], np.empty(0), DEFAULT_EPS, 0.0,
+                                      np.ones(rows.shape[0]))[1][0] for rows in distinct],
+                    dtype=np.int64)
 
 
 def until_holds(counts: np.ndarray, until: int | None) -> bool:

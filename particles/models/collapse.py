@@ -43,7 +43,7 @@ from scipy.spatial import cKDTree
 from particles.fields.weights import is_random
 from particles.protocols import RunSpec
 
-__all__ = ["groups", "refusal", "weighted"]
+__all__ = ["distinct_rows", "groups", "refusal", "weighted"]
 
 
 def refusal(config: RunSpec) -> str | None:
@@ -86,7 +86,7 @@ def groups(X: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
     # tokens of one group share their bits (they follow its first token), so the
     # distinct rows come first: the pairs within tol are then sought among k
     # points, not among the O(n^2) pairs of n tokens in a few collapsed clusters
-    rows, inverse = _distinct_rows(X)
+    rows, inverse = distinct_rows(X)
     pairs = cKDTree(rows).query_pairs(tol, output_type="ndarray")
     if pairs.size == 0 and rows.shape[0] == n:
         return np.arange(n), np.arange(n)
@@ -101,8 +101,20 @@ def groups(X: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
     return rank[inverse], first[order]
 
 
-def _distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of X (k, d) and the row of every token (n,), by one sort."""
+def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a frame, by one sort.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+
+    Returns
+    -------
+    rows : ndarray, shape (k, d)
+        In lexicographic order.
+    inverse : ndarray of intp, shape (n,)
+        The row of every token: ``rows[inverse] == X``.
+    """
     order = np.lexsort(X.T[::-1])
     S = X[order]
     new = np.ones(X.shape[0], dtype=bool)

@@ -305,7 +305,7 @@ def _plan(state: RunSummary, given: SimulationConfig | None) -> SimulationConfig
             return None  # it reached its T
         final = state.final.reshape(config.batch or 1, config.n, config.d)
         if state.stop_reason == "until_clusters" and events.until_holds(
-                events.cluster_counts(final, config.mass_array()), config.until_clusters):
+                events.cluster_counts(final), config.until_clusters):
             return None  # it stopped where its stop still holds
     times = config.output_times()
     if state.frames > len(times) or state.time != times[state.frames - 1]:

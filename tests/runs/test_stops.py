@@ -243,3 +243,24 @@ def test_merge_events_on_the_other_paths(full, variant):
     b = np.array([m.time for m in located.merge_events])
     assert a.size == b.size
     np.testing.assert_allclose(a, b, rtol=1e-4)
+
+
+def test_cluster_counts_over_distinct_points_equal_the_analysis_counts():
+    """The stops count over each system's distinct points (collapsed clusters share
+    their bits): the same counts as the analysis over every token, spread included."""
+    from particles.analysis import count_clusters
+
+    rng = np.random.default_rng(4)
+    frames = []
+    for d, k, n in ((2, 3, 60), (3, 5, 80), (2, 40, 60)):
+        base = rng.normal(size=(k, d))
+        base /= np.linalg.norm(base, axis=1, keepdims=True)
+        frames.append(base[rng.integers(0, k, n)])  # k points, many copies
+    chain = np.arange(0.0, 2.0, 0.01)  # linked over 2 rad: spread
+    theta = np.concatenate([chain, chain[rng.integers(0, 200, 100)]])
+    frames.append(np.stack([np.cos(theta), np.sin(theta)], axis=1))
+    for X in frames:
+        expected = count_clusters(X, 0.05)
+        assert cluster_counts(X[None])[0] == expected
+        assert np.array_equal(cluster_counts(np.stack([X, X[::-1]])), [expected] * 2)
+    assert 0 in [count_clusters(X, 0.05) for X in frames]  # a spread frame among them
