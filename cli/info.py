@@ -43,17 +43,24 @@ def info_lines(s: RunSummary) -> list[str]:
     """The report of ``particles info``, one string per line."""
     if s.complete:
         status = "complete"
+        if s.stop_reason == "until_clusters":
+            status += (f" (stopped by --until-clusters {s.config.until_clusters} before the "
+                       f"{s.frames_expected} frames planned)")
     else:
+        paused = f"paused by --max-wall {s.config.max_wall:g} s, " if (
+            s.stop_reason == "max_wall") else ""
         status = (
-            f"incomplete ({s.frames} of {s.frames_expected} frames; continue with: "
+            f"incomplete ({paused}{s.frames} of {s.frames_expected} frames; continue with: "
             f"particles simulate --resume --out {s.path})"
         )
     config = s.config.to_dict()
     width = max(map(len, config))
+    events = [f"merges       {s.merges} located (/events/merges)"] if s.config.merge_events else []
     return [
         f"{s.path}",
         f"status       {status}",
         f"frames       {s.frames} (t = 0 .. {time_text(s.time)}, last step {s.step})",
+        *events,
         f"observables  {', '.join(s.observables) or '-'}",
         f"positions    {_positions(s)}",
         f"analysis     {_analysis(s.path)}",

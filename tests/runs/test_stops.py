@@ -225,6 +225,13 @@ def test_cli_until_clusters_and_merge_events(tmp_path):
     paused = invoke("simulate", "--out", tmp_path / "p.h5", *args, "--max-wall", 1e-9)
     ok(paused)
     assert "paused by --max-wall" in paused.output and "--resume" in paused.output
+    info = invoke("info", tmp_path / "p.h5")
+    ok(info)
+    assert "incomplete (paused by --max-wall 1e-09 s, 2 of 31 frames" in info.output
+    info = invoke("info", out)
+    ok(info)
+    assert "complete (stopped by --until-clusters 2" in info.output
+    assert f"merges       {len(load(out).merge_events)} located" in info.output
     analysed = invoke("analyze", out)
     ok(analysed)
     assert "merges located while it ran" in analysed.output
