@@ -35,7 +35,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("particles.io",),
     ("particles.analysis", "particles.circle_analysis"),
     ("particles.plotting",),
-    ("particles.runs", "particles.compare", "particles.kernel_comparison", "particles.sweep"),
+    ("particles.runs", "particles.compare", "particles.kernel_comparison", "particles.sweep",
+     "particles.gallery"),
     ("particles_cli",),
     # the package root only re-exports lazily (module __getattr__)
     ("particles",),
