@@ -66,8 +66,8 @@ def column(fig: Figure, axes, traj: Trajectory, shown: list[float]) -> None:
     if cfg.d > 3:
         rho = equiangular_rho(t, cfg.beta, cfg.n, model=cfg.model)
         ax_img.plot(t, rho, "--", color="tab:orange", linewidth=1.6,
-                    label="theory ρ(t), d ≫ n (equiangular ODE)")
-    ax_img.set(xlabel="time t = layer × dt", ylabel=r"$\langle x_i, x_j\rangle$",
+                    label="theory \u03c1(t), d ≫ n (equiangular ODE)")
+    ax_img.set(xlabel="time t = layer \u00d7 dt", ylabel=r"$\langle x_i, x_j\rangle$",
                ylim=(-1, 1))
     ax_img.legend(fontsize=8, loc="lower right")
     ax_h.set_title(f"d = {cfg.d}: n = {cfg.n}, β = {cfg.beta:g}, {cfg.batch} systems, "

@@ -3,8 +3,8 @@
 ``n`` tokens drawn uniformly on S^2 (and on S^1) follow the discrete
 Transformer layer ``x_i <- normalize(x_i + dt sum_j A_ij x_j)`` (SA, Q = K = V
 = I, :func:`particles.simulate` with ``integrator="euler"``).  The snapshots
-show each token with the tail of its last few layers, coloured by the cluster
-it belongs to at the end: they gather into a few clusters, which then merge
+show each token with the tail of its last few layers, coloured by the sector
+its initial azimuth falls in: they gather into a few clusters, which then merge
 (d >= 3: almost every start ends in one point).  A GIF of the sphere is
 written beside the PNG.
 
@@ -38,44 +38,59 @@ def run(n: int, d: int, beta: float, T: float, seed: int) -> Trajectory:
     return simulate(n, d, beta, integrator="euler", dt=DT, T=T, save_every=1, seed=seed)
 
 
-def snapshots(fig: Figure, row: int, traj: Trajectory, times: list[float], tail: int) -> None:
+def sectors(x0: np.ndarray, k: int = 8) -> np.ndarray:
+    """Colour group of each token: the sector of its initial azimuth, shape (n,)."""
+    phi = np.mod(np.arctan2(x0[:, 1], x0[:, 0]), 2 * np.pi)
+    return (phi * k / (2 * np.pi)).astype(np.int64)
+
+
+def count_curve(traj: Trajectory) -> np.ndarray:
+    """Cluster count at every layer, shape (frames,)."""
+    return np.array([ClusterDetector(EPS).compute(x).num_clusters for x in traj.positions])
+
+
+def snapshots(fig: Figure, row: int, cols: int, traj: Trajectory, times: list[float],
+              tail: int) -> None:
     """One row: the tokens at each of ``times`` with their last ``tail`` layers."""
     x = traj.positions
     d = x.shape[-1]
-    labels = ClusterDetector(EPS).compute(x[-1]).labels
-    cols = len(times) + (d == 2)
+    labels = sectors(x[0])
     for k, t in enumerate(times):
         f = int(np.argmin(np.abs(traj.times - t)))
         ax = fig.add_subplot(2, cols, row * cols + k + 1,
                              projection="3d" if d == 3 else None)
         plot_tokens(x[max(0, f - tail):f + 1], ax, labels=labels, radial_time=False, size=14)
         count = ClusterDetector(EPS).compute(x[f]).num_clusters
-        ax.set_title(f"t = {traj.times[f]:g} (layer {f}), {count} cluster"
-                     f"{'s' if count != 1 else ''}", fontsize=10)
+        ax.set_title(f"{'S²' if d == 3 else 'circle'}, t = {traj.times[f]:g} (layer {f}): "
+                     f"{count} cluster{'s' if count != 1 else ''}", fontsize=10)
         if d == 3:
             ax.set_axis_off()
             ax.set_box_aspect((1, 1, 1))
         else:
-            ax.set(aspect="equal", xlabel="x_1", ylabel="x_2")
-    if d == 2:
-        ax = fig.add_subplot(2, cols, row * cols + cols)
-        plot_angles(traj.times, x, ax, labels=labels)
-        ax.set_xlabel("time t = layer × dt (log)")
-        ax.set_ylabel("angle θ_i")
-        ax.set_title("every token's angle", fontsize=10)
+            ax.set(aspect="equal", xlabel="x₁", ylabel="x₂")
 
 
 def make_figure(sphere: Trajectory, circle: Trajectory, times: list[float], tail: int,
                 seed: int) -> Figure:
-    """Two rows of snapshots: S^2 (top) and the circle (bottom, with the angles against t)."""
+    """Snapshots of S^2 (top) and the circle (bottom); right: cluster counts and angles."""
     cols = len(times) + 1
     fig = Figure(figsize=(3.4 * cols, 7.0), layout="constrained")
-    snapshots(fig, 0, sphere, times, tail)
-    snapshots(fig, 1, circle, times, tail)
+    snapshots(fig, 0, cols, sphere, times, tail)
+    snapshots(fig, 1, cols, circle, times, tail)
+    ax = fig.add_subplot(2, cols, cols)
+    for traj, style, name in ((sphere, "-", "d = 3"), (circle, "--", "d = 2")):
+        ax.step(traj.times[1:], count_curve(traj)[1:], style, where="post", label=name)
+    ax.set(xscale="log", yscale="log", xlabel="time t = layer \u00d7 dt (log)",
+           ylabel="clusters (log)", title="cluster count")
+    ax.legend(fontsize=9)
+    ax = fig.add_subplot(2, cols, 2 * cols)
+    plot_angles(circle.times, circle.positions, ax, labels=sectors(circle.positions[0]))
+    ax.set(xlabel="time t = layer \u00d7 dt (log)", ylabel="angle θᵢ (rad)")
+    ax.set_title("circle: every token's angle", fontsize=10)
     n, beta = sphere.positions.shape[1], sphere.config.beta
     fig.suptitle(f"SA Transformer layer (Euler, dt = {DT:g}): n = {n}, β = {beta:g}, "
                  f"seed {seed}\ntop: d = 3 (S²), bottom: d = 2 (circle); tails: last {tail} "
-                 f"layers; colour: cluster at t = {sphere.times[-1]:g} (eps = {EPS} rad)",
+                 f"layers; colour: sector of the initial azimuth; clusters: eps = {EPS} rad",
                  fontsize=11)
     return fig
 
@@ -88,8 +103,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    n, T, frames = (16, 3.0, 12) if args.quick else (64, 15.0, 76)
-    times = [0.0, T / 15, T / 5, T]
+    n, T, frames = (16, 3.0, 12) if args.quick else (64, 15.0, 51)
+    times = [0.0, T / 5, T / 2.5, T]
     sphere = run(n, 3, 1.0, T, args.seed)
     circle = run(n, 2, 1.0, T, args.seed)
     make_figure(sphere, circle, times, tail=5, seed=args.seed).savefig(args.out, dpi=100)
