@@ -72,6 +72,8 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "(Euler layer), and a GIF of the sphere", (".gif",)),
     FigureEntry("histograms", "Figure 2: histograms of the pair inner products across time, "
                 "d = 3 and d = 128"),
+    FigureEntry("metastability", "Figure 4: circle, cluster count and normalised energy "
+                "against log time, beta = 4 and 9, with the located merges"),
     FigureEntry("meanfield_w1", "Figure 9 (W1 part): particles against the mean-field PDE, "
                 "W1 against n"),
 )}
