@@ -116,3 +116,13 @@ def test_a_script_runs_alone(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert str(out) in proc.stdout
     _png_size(out)
+
+
+def test_overwrite_replaces_an_existing_picture(tmp_path):
+    png = tmp_path / "histograms.png"
+    png.write_bytes(b"old")
+    usage_error(invoke("figures", "--quick", "--only", "histograms", "--out", tmp_path),
+                "histograms.png exists")
+    assert png.read_bytes() == b"old"
+    ok(invoke("figures", "--quick", "--only", "histograms", "--out", tmp_path, "--overwrite"))
+    _png_size(png)
