@@ -60,6 +60,8 @@ COMMANDS: list[CommandEntry] = [
                  "Run ensembles over a grid of parameters into one sweep file."),
     CommandEntry("compile", "particles_cli.compile", "Compile the kernels of every command "
                  "into the disk cache, ahead of time."),
+    CommandEntry("figures", "particles_cli.figures", "Remake the gallery's figures from the "
+                 "scripts in figures/ and print each file written."),
 ]
 
 

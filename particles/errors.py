@@ -16,6 +16,7 @@ __all__ = [
     "ComparisonFailed",
     "ComparisonInterrupted",
     "ConfigError",
+    "FiguresNotFoundError",
     "IntegrationError",
     "NotComputedError",
     "OutputExistsError",
@@ -30,6 +31,7 @@ __all__ = [
     "Summary",
     "SweepError",
     "TrajectoryFileError",
+    "UnknownFigureError",
     "WorkersLost",
     "invalid",
 ]
@@ -114,6 +116,16 @@ class TrajectoryFileError(ValueError):
 class SweepError(ValueError):
     """A sweep that cannot run or be read: a bad grid, an unknown parameter, an
     unreachable scheduler, a sweep file of another sweep (one-line message)."""
+
+
+class UnknownFigureError(ValueError):
+    """A figure name that :data:`particles.gallery.FIGURES` lacks (the message lists
+    the known names)."""
+
+
+class FiguresNotFoundError(FileNotFoundError):
+    """The ``figures/`` scripts are not beside the package (an installed wheel) or a
+    figure's script is missing (one-line message)."""
 
 
 class OutputPathError(ValueError):

@@ -35,7 +35,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("particles.io",),
     ("particles.analysis", "particles.circle_analysis"),
     ("particles.plotting",),
-    ("particles.runs", "particles.compare", "particles.kernel_comparison", "particles.sweep"),
+    ("particles.runs", "particles.compare", "particles.kernel_comparison", "particles.sweep",
+     "particles.gallery"),
     ("particles_cli",),
     # the package root only re-exports lazily (module __getattr__)
     ("particles",),
@@ -243,3 +244,61 @@ def test_every_package_is_installed():
                  ["packages"])
     packages = {m for m, p in MODULES.items() if p.name == "__init__.py"}
     assert packages <= listed, f"add to pyproject.toml packages: {sorted(packages - listed)}"
+
+
+def _figure_imports(path: Path) -> list[tuple[str, str | None, int]]:
+    """``(module, name or None, line)`` of every particles import of a figure script."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(a.name, None, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found += [(node.module or "", a.name, node.lineno) for a in node.names]
+    return [f for f in found if f[0].split(".")[0] == "particles"]
+
+
+def _public_problem(module: str, name: str | None) -> str | None:
+    """Why ``from module import name`` is not public API, or None."""
+    import importlib
+    import inspect
+
+    if any(part.startswith("_") for part in module.split(".")):
+        return f"{module} is a private module"
+    mod = importlib.import_module(module)
+    if name is None:
+        return None
+    if name.startswith("_"):
+        return f"{name} is private"
+    if not hasattr(mod, name):
+        return f"{module} has no {name}"
+    listed = getattr(mod, "__all__", None)
+    if listed is not None and name not in listed and f"{module}.{name}" not in MODULES:
+        return f"{name} is not in {module}.__all__"
+    obj = getattr(mod, name)
+    if (inspect.isfunction(obj) or inspect.isclass(obj)) and not inspect.getdoc(obj):
+        return f"{module}.{name} has no docstring"
+    return None
+
+
+FIGURE_SCRIPTS = sorted((ROOT / "figures").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", FIGURE_SCRIPTS, ids=lambda p: p.name)
+def test_figure_scripts_use_only_public_names(script):
+    # issue 27: a figure needing a private helper shows a missing public feature
+    problems = [f"{script.name}:{line}: {why}" for module, name, line in _figure_imports(script)
+                if (why := _public_problem(module, name))]
+    tree = ast.parse(script.read_text())
+    problems += [f"{script.name}:{node.lineno}: attribute {node.attr}" for node in ast.walk(tree)
+                 if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                 and not node.attr.startswith("__")]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_figure_check_finds_private_names(tmp_path):
+    src = tmp_path / "f.py"
+    src.write_text("from particles._numba import x\nfrom particles.plotting import _arcs\n"
+                   "from particles.plotting import plot_tokens\nimport particles.engine\n")
+    found = _figure_imports(src)
+    assert [_public_problem(m, n) for m, n, _ in found] == [
+        "particles._numba is a private module", "_arcs is private", None, None]
