@@ -22,7 +22,10 @@ per step).  Speed comes from constructions that need no licence:
 
 The on-disk cache (:data:`DISK_CACHE`) is therefore on for every entry point
 (functions called from Python: the runners, observables and analysis
-kernels, marked by :func:`cached` or ``specialize(..., cache=True)``).
+kernels, the fields' drifts and the integrators' steps that tests and
+benchmarks call, marked by :func:`cached` or ``specialize(..., cache=True)``).
+A cached callee keeps its LLVM bitcode beside its object code, so a caller
+compiled later still links (and may inline) it.
 
 Composed kernels (an integrator step around a field, a runner around a step)
 are built by :func:`specialize` from plain template functions whose free
@@ -50,6 +53,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import hashlib
+import marshal
 import os
 import re
 import types
@@ -331,9 +335,22 @@ def opt_suffix() -> str:
 
 
 def kernel_key(fn) -> str:
-    """A stable identifier of a compiled (or plain) function, for specialisation keys."""
+    """A stable identifier of a compiled (or plain) function, for specialisation keys.
+
+    The module and qualified name; for a function defined outside the package
+    (a kernel registered by a user or a test, whose source :data:`SOURCE_HASH`
+    does not cover) also a hash of its code, so that a changed definition under
+    the same name is never served the compiled code of the old one.
+    """
     py = getattr(fn, "py_func", fn)
-    return f"{py.__module__}.{py.__qualname__}"
+    key = f"{py.__module__}.{py.__qualname__}"
+    if not (py.__module__ == "particles" or py.__module__.startswith("particles.")):
+        key += "_" + hashlib.sha1(marshal.dumps(py.__code__)).hexdigest()[:10]
+    return key
+
+
+#: longest specialisation key kept as it is; longer ones end in a hash of the rest.
+MAX_KEY = 96
 
 
 def specialize(template, key: str, *, parallel: bool = False, cache: bool = False,
@@ -372,6 +389,8 @@ def specialize(template, key: str, *, parallel: bool = False, cache: bool = Fals
     fn = types.FunctionType(template.__code__, scope, template.__name__,
                             template.__defaults__, template.__closure__)
     safe = re.sub(r"\W", "_", key)
+    if len(safe) > MAX_KEY:  # nested compositions: a cache file name has 255 bytes
+        safe = f"{safe[:MAX_KEY - 13]}_{hashlib.sha1(safe.encode()).hexdigest()[:12]}"
     fn.__qualname__ = f"{template.__qualname__}__{safe}__{SOURCE_HASH}{opt_suffix()}"
     fn.__module__ = template.__module__
     fn.__doc__ = template.__doc__

@@ -253,12 +253,14 @@ def _kuramoto_drift(X, p, out, ws):
 
 
 _DRIFTS = {
-    ("sa", False): specialize(_attention_drift, "sa_serial", NORMALIZED=True),
-    ("sa", True): specialize(_attention_drift, "sa_parallel", parallel=True, NORMALIZED=True),
-    ("usa", False): specialize(_attention_drift, "usa_serial", NORMALIZED=False),
-    ("usa", True): specialize(_attention_drift, "usa_parallel", parallel=True, NORMALIZED=False),
-    ("kuramoto", False): specialize(_kuramoto_drift, "serial"),
-    ("kuramoto", True): specialize(_kuramoto_drift, "parallel", parallel=True),
+    ("sa", False): specialize(_attention_drift, "sa_serial", cache=True, NORMALIZED=True),
+    ("sa", True): specialize(_attention_drift, "sa_parallel", parallel=True, cache=True,
+                             NORMALIZED=True),
+    ("usa", False): specialize(_attention_drift, "usa_serial", cache=True, NORMALIZED=False),
+    ("usa", True): specialize(_attention_drift, "usa_parallel", parallel=True, cache=True,
+                              NORMALIZED=False),
+    ("kuramoto", False): specialize(_kuramoto_drift, "serial", cache=True),
+    ("kuramoto", True): specialize(_kuramoto_drift, "parallel", parallel=True, cache=True),
 }
 
 

@@ -729,10 +729,10 @@ def _attention_blas(X, p, out, ws):
 
 
 
-_DIRECT = {dim: (specialize(_attention_direct, f"serial_d{dim}", _tile=tile,
+_DIRECT = {dim: (specialize(_attention_direct, f"serial_d{dim}", cache=True, _tile=tile,
                            _setup_identity_T=_SETUPS[dim]),
-                specialize(_attention_direct, f"parallel_d{dim}", parallel=True, _tile=tile,
-                           _setup_identity_T=_SETUPS[dim]))
+                specialize(_attention_direct, f"parallel_d{dim}", parallel=True, cache=True,
+                           _tile=tile, _setup_identity_T=_SETUPS[dim]))
            for dim, tile in _TILES.items()}
 #: the direct kernels for any d (serial over rows, and parallel)
 attention_direct_serial, attention_direct_parallel = _DIRECT[0]
@@ -745,8 +745,8 @@ def direct_kernels(d: int) -> tuple:
     return _DIRECT.get(d, _DIRECT[0])
 
 
-attention_blas_serial = specialize(_attention_blas, "serial")
-attention_blas_parallel = specialize(_attention_blas, "parallel", parallel=True)
+attention_blas_serial = specialize(_attention_blas, "serial", cache=True)
+attention_blas_parallel = specialize(_attention_blas, "parallel", parallel=True, cache=True)
 
 
 def workspace_size(n: int, d: int, nchunks: int, blas: bool) -> int:

@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from particles._numba import jit, prange, specialize, view2d
+from particles._numba import jit, kernel_key, prange, specialize, view2d
 from particles.fastexp import exp_scalar
 from particles.fields import attention
 from particles.fields.base import DriftSet
@@ -168,7 +168,7 @@ def _rbf(X, p, out, ws):
 
 
 def _rbf_drift(edp_drift, key: str):
-    return specialize(_rbf, key, core=edp_drift)
+    return specialize(_rbf, key, cache=True, core=edp_drift)
 
 
 rbf_direct_serial = _rbf_drift(attention.attention_direct_serial, "direct_serial")
@@ -363,9 +363,12 @@ class Kernel:
     @cached_property
     def pair_drifts(self) -> tuple[Callable, Callable]:
         """(serial, parallel) generic pair drifts over :attr:`logkappa` (compiled on first call)."""
+        # keyed by the logkappa's code too (kernel_key): a kernel registered under
+        # a name another definition had is never served that one's cached code
         return tuple(specialize(_pair_attention,
-                                f"{self.name}_{'parallel' if parallel else 'serial'}",
-                                parallel=parallel, logkappa=self.logkappa)
+                                f"{self.name}_{'parallel' if parallel else 'serial'}_"
+                                f"{kernel_key(self.logkappa)}",
+                                parallel=parallel, cache=True, logkappa=self.logkappa)
                      for parallel in (False, True))
 
     def single_head(self, n: int, d: int) -> DriftSet:

@@ -242,8 +242,8 @@ def _kuramoto_drift(X, p, out, ws):
             out[i, 1] = z1 + w * X[i, 0]
 
 
-kuramoto_serial = specialize(_kuramoto_drift, "serial")
-kuramoto_parallel = specialize(_kuramoto_drift, "parallel", parallel=True)
+kuramoto_serial = specialize(_kuramoto_drift, "serial", cache=True)
+kuramoto_parallel = specialize(_kuramoto_drift, "parallel", parallel=True, cache=True)
 
 
 def workspace_size(n: int) -> int:

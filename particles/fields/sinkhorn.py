@@ -175,8 +175,8 @@ def _sinkhorn(X, p, out, ws):
             _out_row(i, qs, kT, vT, g, f[i], buf, out)
 
 
-sinkhorn_serial = specialize(_sinkhorn, "serial")
-sinkhorn_parallel = specialize(_sinkhorn, "parallel", parallel=True)
+sinkhorn_serial = specialize(_sinkhorn, "serial", cache=True)
+sinkhorn_parallel = specialize(_sinkhorn, "parallel", parallel=True, cache=True)
 
 
 def sinkhorn_workspace_size(n: int, d: int, nchunks: int) -> int:
@@ -210,4 +210,4 @@ def _multihead(X, p, out, ws):
 
 def multihead_drift(core, key: str):
     """The compiled multi-head drift around a single-head drift."""
-    return specialize(_multihead, key, core=core)
+    return specialize(_multihead, key, cache=True, core=core)

@@ -287,8 +287,8 @@ def _direct_row(X, m, b, i):
     return D, Nr, Ni
 
 
-circle_serial = specialize(_circle_spectral, "serial")
-circle_parallel = specialize(_circle_spectral, "parallel", parallel=True)
+circle_serial = specialize(_circle_spectral, "serial", cache=True)
+circle_parallel = specialize(_circle_spectral, "parallel", parallel=True, cache=True)
 
 
 def circle_workspace(n: int, K: int) -> int:

@@ -137,5 +137,5 @@ def _step(X, t, h, p, ws, S, key, counter):
 def make_step(drift, space: str = "sphere"):
     """Fixed-step 5th-order DOPRI5 step ``step(X, t, h, p, ws, S, key, counter)``
     (for order tests)."""
-    return specialize(_step, f"{kernel_key(drift)}_{space}",
+    return specialize(_step, f"{kernel_key(drift)}_{space}", cache=True,
                       attempt=make_attempt(drift, space), start=make_start(drift, space))

@@ -33,4 +33,4 @@ def make_step(drift, space: str = "sphere"):
     place, S (1, n, d).  Deterministic: ``t``, ``key`` and ``counter`` are unused."""
     if space not in SPACES:
         raise ValueError(f"euler is a sphere integrator (the layer normalises), got {space!r}")
-    return specialize(_step, kernel_key(drift), drift=drift)
+    return specialize(_step, kernel_key(drift), cache=True, drift=drift)

@@ -40,4 +40,4 @@ def make_step(drift, space: str = "sphere"):
     S (2, n, d) scratch.  Deterministic: ``t``, ``key`` and ``counter`` are unused."""
     if space not in SPACES:
         raise ValueError(f"geodesic moves on great circles (sphere only), got {space!r}")
-    return specialize(_step, kernel_key(drift), field=tangent_field(drift))
+    return specialize(_step, kernel_key(drift), cache=True, field=tangent_field(drift))

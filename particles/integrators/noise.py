@@ -224,5 +224,5 @@ def make_noisy_step(name: str, increment_step):
     """Compile ``step(X, t, h, p, ws, S, key, counter)`` around a scheme's
     ``advance(X, t, h, p, ws, S, dW)`` (driven by a given increment, whose
     slot is the last of ``S``); ``p[-1]`` is the noise amplitude sigma."""
-    return specialize(_noisy_step, name, advance=increment_step)
+    return specialize(_noisy_step, name, cache=True, advance=increment_step)
 

@@ -45,5 +45,5 @@ def _step(X, t, h, p, ws, S, key, counter):
 def make_step(drift, space: str = "sphere"):
     """Compile ``step(X, t, h, p, ws, S, key, counter)``; X (n, d) in place,
     S (5, n, d) scratch.  Deterministic: ``t``, ``key`` and ``counter`` are unused."""
-    return specialize(_step, f"{kernel_key(drift)}_{space}", field=space_field(drift, space),
-                      NORMALIZE=space == "sphere")
+    return specialize(_step, f"{kernel_key(drift)}_{space}", cache=True,
+                      field=space_field(drift, space), NORMALIZE=space == "sphere")
