@@ -76,6 +76,8 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "against log time, beta = 4 and 9, with the located merges"),
     FigureEntry("merge_time", "Figure 5: merge time of two clusters on the circle against beta, "
                 "with the law log T ~ beta (1 - cos phi) and the fitted slopes"),
+    FigureEntry("formation", "Figure 6: clusters first formed against beta from uniform starts "
+                "(ensemble median and quartiles) against argmax_k k^2 I_k(beta)"),
     FigureEntry("meanfield_w1", "Figure 9 (W1 part): particles against the mean-field PDE, "
                 "W1 against n"),
 )}
