@@ -74,6 +74,12 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "d = 3 and d = 128"),
     FigureEntry("metastability", "Figure 4: circle, cluster count and normalised energy "
                 "against log time, beta = 4 and 9, with the located merges"),
+    FigureEntry("merge_time", "Figure 5: merge time of two clusters on the circle against beta, "
+                "with the law log T ~ beta (1 - cos phi) and the fitted slopes"),
+    FigureEntry("formation", "Figure 6: clusters first formed against beta from uniform starts "
+                "(ensemble median and quartiles) against argmax_k k^2 I_k(beta)"),
+    FigureEntry("kernels", "Figure 7: cluster count and pair histograms under every attention "
+                "kernel and Sinkhorn from one start"),
     FigureEntry("meanfield_w1", "Figure 9 (W1 part): particles against the mean-field PDE, "
                 "W1 against n"),
 )}

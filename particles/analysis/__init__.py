@@ -31,6 +31,7 @@ from particles.analysis.merges import (
     Timescales,
     find_plateaus,
     find_timescales,
+    two_cluster_merge_time,
 )
 from particles.analysis.modes import DEFAULT_MAX_MODE, fourier_coefficients, fourier_modes
 from particles.analysis.report import (
@@ -77,5 +78,6 @@ __all__ = [
     "single_linkage_labels",
     "span_dimension",
     "track_labels",
+    "two_cluster_merge_time",
     "write_analysis",
 ]

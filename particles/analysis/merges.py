@@ -208,6 +208,56 @@ def find_timescales(plateaus: list[Plateau], system: int = 0) -> Timescales:
     return Timescales(system, p.start, float("nan") if p.censored else p.end, p.count, after, drops)
 
 
+def two_cluster_merge_time(beta: float, phi: float, *, masses: tuple[float, float] = (1.0, 1.0),
+                           eps: float = DEFAULT_EPS, asymptotic: bool = False) -> float:
+    """Time for two point clusters of SA on the circle to merge (DESIGN.md section 2).
+
+    Two tokens (or two collapsed clusters) of masses ``m1, m2`` at angle
+    ``theta`` follow ``dtheta/dt = -sin(theta) (w1 + w2)`` with ``w1 = m2 /
+    (m1 e^{beta (1 - cos theta)} + m2)`` and ``w2`` alike (each is pulled by
+    the other's attention weight).  The merge time is the time ``theta`` takes
+    from ``phi`` down to ``eps`` (where :func:`count_clusters` sees one cluster):
+
+    ``T = int_eps^phi dtheta / (sin(theta) (w1 + w2))``  (quadrature), or, for
+    ``asymptotic=True``, its Laplace asymptotics at large ``beta``,
+    ``T ~ e^{beta (1 - cos phi)} / ((m1/m2 + m2/m1) beta sin(phi)^2)``: the law
+    ``log T ~ beta (1 - cos phi)`` with its prefactor.
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature, > 0.
+    phi : float
+        Initial angle between the clusters, in (eps, pi).
+    masses : (float, float)
+        Cluster masses (only their ratio matters).
+    eps : float
+        Angle at which the two count as one cluster.
+    asymptotic : bool
+        Return the large-beta form instead of the quadrature.
+
+    Returns
+    -------
+    float
+    """
+    from scipy.integrate import quad
+
+    m1, m2 = (float(m) for m in masses)
+    if not (beta > 0 and m1 > 0 and m2 > 0 and 0 < eps < phi < np.pi):
+        raise ValueError(f"need beta > 0, masses > 0 and 0 < eps < phi < pi; got beta={beta}, "
+                         f"phi={phi}, masses={masses}, eps={eps}")
+    if asymptotic:
+        return float(np.exp(beta * (1 - np.cos(phi)))
+                     / ((m1 / m2 + m2 / m1) * beta * np.sin(phi) ** 2))
+
+    def slowness(theta: float) -> float:
+        gap = np.exp(beta * (1 - np.cos(theta)))
+        return 1.0 / (np.sin(theta) * (m2 / (m1 * gap + m2) + m1 / (m2 * gap + m1)))
+
+    value, _ = quad(slowness, eps, phi, limit=200, epsrel=1e-10)
+    return float(value)
+
+
 class MergeAnalysis(Compute):
     """Cluster count, persistent labels, merges and time scales of a run.
 
