@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from particles_cli.options import output_refused
 
 from particles.errors import FiguresNotFoundError, OutputPathError, UnknownFigureError
 from particles.gallery import FIGURES, make_figures, select_figures
@@ -35,7 +36,6 @@ def figures(quick: bool, only: list[str], out_dir: Path, overwrite: bool) -> Non
     try:
         make_figures(only, out_dir, quick=quick, overwrite=overwrite, report=report)
     except OutputPathError as exc:
-        raise click.BadParameter(str(exc).replace(" (overwrite=True)", ""),
-                                 param_hint="'--out'") from None
+        raise output_refused(exc) from None
     except FiguresNotFoundError as exc:
         raise click.UsageError(str(exc)) from None

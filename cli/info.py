@@ -39,16 +39,25 @@ def _analysis(path: Path) -> str:
     return f"{source}:/analysis" + ("" if source != path else " (inside the trajectory)")
 
 
+def stop_phrase(s: RunSummary) -> str:
+    """Why a run ended or paused before its last save time, in option names
+    (``"stopped by --until-clusters 3"``, ``"paused by --max-wall 60 s"``), or ""."""
+    if s.stop_reason == "until_clusters":
+        return f"stopped by --until-clusters {s.config.until_clusters}"
+    if s.stop_reason == "max_wall":
+        return f"paused by --max-wall {s.config.max_wall:g} s"
+    return ""
+
+
 def info_lines(s: RunSummary) -> list[str]:
     """The report of ``particles info``, one string per line."""
+    stop = stop_phrase(s)
     if s.complete:
         status = "complete"
-        if s.stop_reason == "until_clusters":
-            status += (f" (stopped by --until-clusters {s.config.until_clusters} before the "
-                       f"{s.frames_expected} frames planned)")
+        if stop:
+            status += f" ({stop} before the {s.frames_expected} frames planned)"
     else:
-        paused = f"paused by --max-wall {s.config.max_wall:g} s, " if (
-            s.stop_reason == "max_wall") else ""
+        paused = f"{stop}, " if stop else ""
         status = (
             f"incomplete ({paused}{s.frames} of {s.frames_expected} frames; continue with: "
             f"particles simulate --resume --out {s.path})"

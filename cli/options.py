@@ -54,6 +54,13 @@ def cli_message(text: str) -> str:
     return _API_NAME.sub(lambda m: option_name(m.group(1)), text)
 
 
+def output_refused(exc: Exception, option: str = "--out") -> click.BadParameter:
+    """An output path the library refused (:class:`~particles.errors.OutputPathError`)
+    as click's one line on ``option``, without the API's ``(overwrite=True)``."""
+    return click.BadParameter(str(exc).replace(" (overwrite=True)", ""),
+                              param_hint=f"'{option}'")
+
+
 def load_npy(value: str | Path, what: str) -> np.ndarray:
     """Read a ``.npy`` array (no pickles), or raise ValueError with a one-line message."""
     try:

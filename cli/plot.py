@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from particles_cli.analyze import parse_times
 from particles_cli.info import kind_name
+from particles_cli.options import output_refused
 
 from particles.errors import OutputPathError
 from particles.io import TrajectoryFileError, read_summary
@@ -85,9 +86,7 @@ def check_plot_options(
     try:
         check_output_path(target, overwrite=overwrite, resumable=False)
     except OutputPathError as exc:
-        raise click.BadParameter(
-            str(exc).replace(" (overwrite=True)", ""), param_hint="'--out'"
-        ) from None
+        raise output_refused(exc) from None
     try:
         batch = read_summary(path).config.batch
     except TrajectoryFileError as exc:
@@ -140,9 +139,7 @@ def check_density_options(
     try:
         check_output_path(target, overwrite=overwrite, resumable=False)
     except OutputPathError as exc:
-        raise click.BadParameter(
-            str(exc).replace(" (overwrite=True)", ""), param_hint="'--out'"
-        ) from None
+        raise output_refused(exc) from None
     return kind
 
 
@@ -197,8 +194,7 @@ def plot_sweep(ctx: click.Context, path: Path, kind: str | None, out: Path | Non
     try:
         check_output_path(target, overwrite=overwrite, resumable=False)
     except OutputPathError as exc:
-        raise click.BadParameter(str(exc).replace(" (overwrite=True)", ""),
-                                 param_hint="'--out'") from None
+        raise output_refused(exc) from None
     options = {"where": parse_where(p["where"])}
     if p["axis"] is not None:
         options["axis"] = p["axis"]
@@ -326,9 +322,7 @@ def plot(
             written = plot_density_file(path, kind, out, other=other, overwrite=overwrite,
                                         times=parse_times(times), dpi=dpi)
         except FileExistsError as exc:
-            raise click.BadParameter(
-                str(exc).replace(" (overwrite=True)", ""), param_hint="'--out'"
-            ) from None
+            raise output_refused(exc) from None
         except (ValueError, OSError) as exc:
             raise click.UsageError(" ".join(str(exc).split())) from None
         click.echo(str(written))
@@ -347,9 +341,7 @@ def plot(
     try:
         written = plot_file(path, kind, out, overwrite=overwrite, **options)
     except FileExistsError as exc:
-        raise click.BadParameter(
-            str(exc).replace(" (overwrite=True)", ""), param_hint="'--out'"
-        ) from None
+        raise output_refused(exc) from None
     except (ValueError, OSError) as exc:
         raise click.UsageError(" ".join(str(exc).split())) from None
     click.echo(str(written))

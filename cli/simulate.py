@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 import numpy as np
+from particles_cli.info import stop_phrase
 from particles_cli.options import (
     CONFIG_KEYS,
     build_config,
@@ -36,12 +37,10 @@ def summary_line(s: RunResult) -> str:
     0), not ``1 cluster``; an ensemble's count statistics leave those out.
     """
     status = "complete" if s.complete else f"incomplete, {s.frames_expected} expected"
-    if s.stop_reason == "until_clusters":
-        status = (f"complete: stopped by --until-clusters {s.config.until_clusters} "
-                  f"before the {s.frames_expected} frames planned")
-    elif s.stop_reason == "max_wall":
-        status = (f"paused by --max-wall {s.config.max_wall:g} s, {s.frames_expected} "
-                  "expected; continue with --resume")
+    stop = stop_phrase(s)
+    if stop:
+        status = (f"complete: {stop} before the {s.frames_expected} frames planned"
+                  if s.complete else f"{stop}, {status}; continue with --resume")
     clusters, spread = s.cluster_count(), s.spread()
     energy = s.final_observables.get("energy")
     r = s.final_observables.get("order_parameter")

@@ -20,16 +20,14 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from particles import simulate
 from particles.analysis import analyze
+from particles.gallery import figure_command
 from particles.meanfield import fastest_mode
 
 RTOL = 1e-6
@@ -84,12 +82,7 @@ def make_figure(betas, counts, n: int, T: float, seed: int) -> Figure:
 
 def main(argv=None) -> int:
     """Command line: one ensemble per beta, save the PNG, print the medians."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a seconds-long run")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_suffix(".png"))
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
+    args = figure_command(__doc__, __file__, argv)
     if args.quick:
         n, batch, T, betas = 64, 4, 300.0, [1.0, 4.0, 9.0]
     else:
@@ -100,8 +93,7 @@ def main(argv=None) -> int:
         counts.append(c)
         print(f"beta = {beta:g}: clusters formed {sorted(c.tolist())}, fastest mode "
               f"{fastest_mode(beta, 'sa')}")
-    make_figure(betas, counts, n, T, args.seed).savefig(args.out, dpi=100)
-    print(f"{args.out}\n{time.perf_counter() - start:.1f} s")
+    args.save(make_figure(betas, counts, n, T, args.seed))
     return 0
 
 

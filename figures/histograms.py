@@ -17,10 +17,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 from matplotlib import colormaps
@@ -29,6 +26,7 @@ from matplotlib.figure import Figure
 
 from particles import Trajectory, simulate
 from particles.analysis import InnerProductHistogram
+from particles.gallery import figure_command
 from particles.plotting import plot_histogram
 from particles.plotting.sweep import equiangular_rho
 
@@ -87,17 +85,11 @@ def make_figure(runs: list[Trajectory], shown: list[float]) -> Figure:
 
 def main(argv=None) -> int:
     """Command line: run both dimensions, save the PNG, print its path."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a seconds-long run")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_suffix(".png"))
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
+    args = figure_command(__doc__, __file__, argv)
     n, batch, T = (16, 2, 5.0) if args.quick else (32, 16, 15.0)
     runs = [run(n, d, 1.0, T, batch, args.seed) for d in (3, 128)]
     shown = [0.0, T / 15, T / 5, T / 2, T]
-    make_figure(runs, shown).savefig(args.out, dpi=100)
-    print(f"{args.out}\n{time.perf_counter() - start:.1f} s")
+    args.save(make_figure(runs, shown))
     return 0
 
 

@@ -18,10 +18,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 from matplotlib import colormaps
@@ -29,6 +26,7 @@ from matplotlib.figure import Figure
 
 from particles import simulate
 from particles.analysis import InnerProductHistogram, count_clusters
+from particles.gallery import figure_command
 from particles.kernel_comparison import compare_kernels
 
 BINS = 40
@@ -93,18 +91,12 @@ def make_figure(runs, edges, eps, n, d, beta, seed) -> Figure:
 
 def main(argv=None) -> int:
     """Command line: run every kernel, save the PNG, print the final counts."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a seconds-long run")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_suffix(".png"))
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
+    args = figure_command(__doc__, __file__, argv)
     n, d, beta, T, frames = (24, 3, 4.0, 30.0, 20) if args.quick else (64, 3, 4.0, 300.0, 50)
     runs, edges, eps = run_all(n, d, beta, T, frames, args.seed)
     for name, (_, c, _) in runs.items():
         print(f"{name}: clusters {c[1]} -> {c[-1]}")
-    make_figure(runs, edges, eps, n, d, beta, args.seed).savefig(args.out, dpi=100)
-    print(f"{args.out}\n{time.perf_counter() - start:.1f} s")
+    args.save(make_figure(runs, edges, eps, n, d, beta, args.seed))
     return 0
 
 

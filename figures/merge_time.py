@@ -22,10 +22,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 from matplotlib import colormaps
@@ -33,6 +30,7 @@ from matplotlib.figure import Figure
 
 from particles import simulate
 from particles.analysis import two_cluster_merge_time
+from particles.gallery import figure_command
 
 RTOL = 1e-8
 
@@ -117,12 +115,7 @@ def make_figure(data, low: float, seed: int) -> Figure:
 
 def main(argv=None) -> int:
     """Command line: sweep beta for each phi, save the PNG, print the fitted slopes."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a seconds-long run")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_suffix(".png"))
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
+    args = figure_command(__doc__, __file__, argv)
     phis = (np.pi / 3, np.pi / 2, 2 * np.pi / 3)
     points, top = (4, 8.0) if args.quick else (9, 18.0)
     low = top / 2
@@ -132,8 +125,7 @@ def main(argv=None) -> int:
         print(f"phi = {phi:.4f}: beta {betas[0]:.3g}..{betas[-1]:.3g}, T {times[0]:.3g}.."
               f"{times[-1]:.3g}; slope {raw:.4f}, corrected {fixed:.4f}, "
               f"1 - cos phi = {1 - np.cos(phi):.4f}")
-    make_figure(data, low, args.seed).savefig(args.out, dpi=100)
-    print(f"{args.out}\n{time.perf_counter() - start:.1f} s")
+    args.save(make_figure(data, low, args.seed))
     return 0
 
 

@@ -19,16 +19,14 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from particles import Trajectory, simulate
 from particles.analysis import AnalysisResult, analyze
+from particles.gallery import figure_command
 from particles.meanfield import fastest_mode
 from particles.plotting import plot_cluster_count, plot_energy
 
@@ -90,12 +88,7 @@ def make_figure(runs: list[tuple[Trajectory, AnalysisResult]]) -> Figure:
 
 def main(argv=None) -> int:
     """Command line: run both betas, save the PNG, print the located merges."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a seconds-long run")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_suffix(".png"))
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
+    args = figure_command(__doc__, __file__, argv)
     n, T, frames = (200, 1e3, 40) if args.quick else (1000, 1e4, 100)
     runs = []
     for beta in (4.0, 9.0):
@@ -104,8 +97,7 @@ def main(argv=None) -> int:
         late = [f"{m.time:.4g}" for m in traj.merge_events if m.after < 6]
         print(f"beta = {beta:g}: {len(traj.merge_events)} merges located; last ones at t = "
               + ", ".join(late))
-    make_figure(runs).savefig(args.out, dpi=100)
-    print(f"{args.out}\n{time.perf_counter() - start:.1f} s")
+    args.save(make_figure(runs))
     return 0
 
 

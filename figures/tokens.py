@@ -17,16 +17,14 @@ Writes ``PATH`` and ``PATH`` with suffix ``.gif`` (never opens a window).
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from particles import Trajectory, simulate
 from particles.analysis import ClusterDetector, analyze
+from particles.gallery import figure_command
 from particles.plotting import plot_angles, plot_tokens, save_movie
 
 #: the layers' step and the cluster linking distance (radians).
@@ -97,20 +95,14 @@ def make_figure(sphere: Trajectory, circle: Trajectory, times: list[float], tail
 
 def main(argv=None) -> int:
     """Command line: run both, save the PNG and the GIF, print the paths."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a seconds-long run")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_suffix(".png"))
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
+    args = figure_command(__doc__, __file__, argv)
     n, T, frames = (16, 3.0, 12) if args.quick else (64, 15.0, 51)
     times = [0.0, T / 5, T / 2.5, T]
     sphere = run(n, 3, 1.0, T, args.seed)
     circle = run(n, 2, 1.0, T, args.seed)
-    make_figure(sphere, circle, times, tail=5, seed=args.seed).savefig(args.out, dpi=100)
     gif = args.out.with_suffix(".gif")
     save_movie(sphere, gif, analysis=analyze(sphere), max_frames=frames, fps=10, dpi=60)
-    print(f"{args.out}\n{gif}\n{time.perf_counter() - start:.1f} s")
+    args.save(make_figure(sphere, circle, times, tail=5, seed=args.seed), gif)
     return 0
 
 

@@ -390,7 +390,7 @@ def integrate(
                  layer_time=problem.field.layer_time, layer_params=layer_params,
                  guard=lambda: _blas_guard(problem.field, layout),
                  state=problem.hints.state, hint=_failure_hint(entry, problem.hints))
-    watch = _Watch(problem, count, steps, runner, stats, hs) if count is not None else None
+    watch = _Watch(problem, count, steps, runner, stats, hs, locate) if count is not None else None
     if locate and (watch is None or B != 1 or entry.stochastic):
         raise ValueError("merge events are located for one deterministic system with a "
                          "cluster count")
@@ -401,7 +401,7 @@ def integrate(
             obs["accepted_steps"] = stats[:, 0].astype(np.float64)
             obs["rejected_steps"] = stats[:, 1].astype(np.float64)
         fr = Frame(index, step, float(times[index]), X.copy(), obs)
-        return fr if watch is None else watch.seen(fr, state, locate)
+        return fr if watch is None else watch.seen(fr, state)
 
     if watch is not None:
         watch.mark(float(times[start]), state)
@@ -419,23 +419,30 @@ def integrate(
 
 
 class _Watch:
-    """The cluster counts of :func:`integrate`'s frames, and the merges between them
-    (:func:`particles.events.locate_merges` on copies of the state, with copies of
-    the adaptive counters: the run's own steps are untouched)."""
+    """The cluster counts of :func:`integrate`'s frames, and with ``locate`` the
+    merges between them (:func:`particles.events.locate_merges` on copies of the
+    state, with copies of the adaptive counters: the run's own steps are untouched)."""
 
     def __init__(self, problem: Problem, count: Callable[[np.ndarray], np.ndarray],
                  steps: dict[str, Any], runner: Callable, stats: np.ndarray | None,
-                 hs: np.ndarray | None) -> None:
+                 hs: np.ndarray | None, locate: bool) -> None:
         self.problem, self.count, self.steps, self.runner = problem, count, steps, runner
-        self.stats, self.hs = stats, hs
+        self.stats, self.hs, self.locate = stats, hs, locate
         self.t, self.state, self.counts = 0.0, None, None
 
     def counts_of(self, state: np.ndarray) -> np.ndarray:
         return np.asarray(self.count(self.problem.to_positions(state)), dtype=np.int64)
 
+    def tolerance(self, t: float) -> float:
+        """The bracket length at which a merge near ``t`` is located."""
+        steps = self.steps
+        return events.time_tolerance(t, adaptive=steps["adaptive"], rtol=steps["rtol"],
+                                     dt=steps["dt"])
+
     def mark(self, t: float, state: np.ndarray) -> None:
         """Remember the state at ``t`` (the start of the next interval) and its counts."""
-        self.t, self.state, self.counts = t, state.copy(), self.counts_of(state)
+        self.t, self.counts = t, self.counts_of(state)
+        self.state = state.copy() if self.locate else None
 
     def advance(self, Y: np.ndarray, a: float, b: float) -> None:
         """Integrate a copy of the state from ``a`` to ``b`` with the run's stepper."""
@@ -444,22 +451,16 @@ class _Watch:
         for _ in march(Y, np.array([a, b]), self.runner, stats=stats, hs=hs, **self.steps):
             pass
 
-    def seen(self, fr: Frame, state: np.ndarray, locate: bool) -> Frame:
+    def seen(self, fr: Frame, state: np.ndarray) -> Frame:
         """The frame with its counts (and the merges since the last one)."""
-        before = self.counts
-        now = self.counts_of(state)
+        before, now = self.counts, np.asarray(self.count(fr.positions), dtype=np.int64)
         merges: tuple = ()
-        if locate and fr.time > self.t:
-            steps = self.steps
-
-            def tol(t: float) -> float:
-                return events.time_tolerance(t, adaptive=steps["adaptive"],
-                                             rtol=steps["rtol"], dt=steps["dt"])
-
+        if self.locate and fr.time > self.t:
             merges = tuple(events.locate_merges(
                 self.advance, lambda Y: int(self.counts_of(Y)[0]), self.state, self.t,
-                int(before[0]), state, fr.time, int(now[0]), tol))
-        self.t, self.state, self.counts = fr.time, state.copy(), now
+                int(before[0]), state, fr.time, int(now[0]), self.tolerance))
+        self.t, self.counts = fr.time, now
+        self.state = state.copy() if self.locate else None
         return dataclasses.replace(fr, clusters=now, merges=merges)
 
 

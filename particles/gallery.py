@@ -5,7 +5,9 @@ the files it writes.  Every script is a small program of its own::
 
     python figures/NAME.py [--quick] [--out PATH]
 
-exposing ``main(argv) -> int``; :func:`make_figures` (what ``particles
+exposing ``main(argv) -> int`` that parses its command line with
+:func:`figure_command` and saves its picture with :meth:`FigureCommand.save`;
+:func:`make_figures` (what ``particles
 figures`` calls) checks every output first, then imports each script in
 this process and calls its ``main(["--out", DIR/NAME.png, "--quick"])``.
 The scripts use only public names of :mod:`particles` (an architecture test
@@ -18,23 +20,27 @@ in a source checkout and an editable install; a wheel does not ship it, and
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.util
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from particles.errors import FiguresNotFoundError, UnknownFigureError
+from particles.errors import FiguresNotFoundError, OutputPathError, UnknownFigureError
 from particles.paths import check_output_path
 
 __all__ = [
     "FIGURES",
+    "FigureCommand",
     "FigureEntry",
     "FigureResult",
     "check_figures",
+    "figure_command",
     "figures_dir",
     "make_figures",
     "select_figures",
@@ -101,6 +107,59 @@ class FigureResult:
     name: str
     paths: list[Path]
     seconds: float
+
+
+@dataclass
+class FigureCommand:
+    """The command line every figure script shares (:func:`figure_command`).
+
+    Attributes
+    ----------
+    quick : bool
+        ``--quick``: small n, short T (seconds).
+    out : Path
+        ``--out``: the PNG (default ``figures/NAME.png`` beside the script).
+    seed : int
+        ``--seed`` (default 0).
+    started : float
+        ``time.perf_counter()`` when the command was parsed.
+    """
+
+    quick: bool
+    out: Path
+    seed: int
+    started: float = field(default_factory=time.perf_counter)
+
+    def save(self, figure: Any, *also: Path) -> None:
+        """Write ``figure`` (a matplotlib Figure) to :attr:`out` at 100 dpi, then print
+        its path, the paths of the other files the script wrote and the seconds taken."""
+        figure.savefig(self.out, dpi=100)
+        print("\n".join(map(str, (self.out, *also))))
+        print(f"{time.perf_counter() - self.started:.1f} s")
+
+
+def figure_command(doc: str, script: str, argv: Sequence[str] | None = None) -> FigureCommand:
+    """Parse a figure script's ``[--quick] [--out PATH] [--seed N]``.
+
+    Parameters
+    ----------
+    doc : str
+        The script's docstring (its first line is the description).
+    script : str
+        The script's ``__file__`` (the default output is its name with ``.png``).
+    argv : sequence of str, optional
+        Arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    FigureCommand
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a seconds-long run")
+    parser.add_argument("--out", type=Path, default=Path(script).with_suffix(".png"))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    return FigureCommand(args.quick, args.out, args.seed)
 
 
 def figures_dir() -> Path:
@@ -172,8 +231,6 @@ def check_figures(names: Sequence[str], out_dir: str | os.PathLike, *,
     OutputPathError
         ``out_dir`` is a file, or an output exists without ``overwrite``.
     """
-    from particles.errors import OutputPathError
-
     root = figures_dir()
     scripts = []
     for name in names:

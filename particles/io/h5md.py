@@ -356,11 +356,17 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
     return _Header(config, frames, complete, names, stop)
 
 
+def _clock(f: h5py.File, h: _Header) -> h5py.Group:
+    """The element holding every frame's ``step`` and ``time``: the positions', or
+    the observables' own clock when positions are not kept for every frame."""
+    if h.config.positions == "all":
+        return f[_POSITION]
+    return clock_element(f["observables"], h.observables)
+
+
 def _frame_time(f: h5py.File, h: _Header) -> float:
     """Time of the last stored frame."""
-    if h.config.positions == "all":
-        return float(f[_POSITION]["time"][h.frames - 1])
-    return float(clock_element(f["observables"], h.observables)["time"][h.frames - 1])
+    return float(_clock(f, h)["time"][h.frames - 1])
 
 
 def _merge_rows(f: h5py.File, h: _Header) -> int:
@@ -419,8 +425,7 @@ def load(path: str | Path):
         pos = f[_POSITION]
         k = h.frames
         kept = {"all": slice(0, k), "final": slice(0, 1), "none": slice(0, 0)}
-        clock = (pos if h.config.positions == "all"
-                 else clock_element(f["observables"], h.observables))
+        clock = _clock(f, h)
         positions = finite_frames(np.asarray(pos["value"][kept[h.config.positions]],
                                              dtype=np.float64), Path(path), "positions")
         return Trajectory(
