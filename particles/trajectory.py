@@ -39,6 +39,17 @@ class Merge:
     after: int
     system: int = 0
 
+    @staticmethod
+    def columns(merges: tuple[Merge, ...] | list[Merge]) -> dict[str, np.ndarray]:
+        """Merges as columns :data:`MERGE_COLUMNS` (a file's datasets, a table's)."""
+        return {name: np.array([getattr(m, name) for m in merges], dtype=dtype)
+                for name, dtype in MERGE_COLUMNS.items()}
+
+
+#: the columns of a table of merges and their types.
+MERGE_COLUMNS: dict[str, type] = {"time": np.float64, "before": np.int64, "after": np.int64,
+                                  "system": np.int64}
+
 
 @dataclass(frozen=True)
 class Trajectory:

@@ -245,12 +245,7 @@ class AnalysisResult:
         if table not in tables:
             raise ValueError(f"table must be one of {', '.join(tables)}, got {table!r}")
         if table == "located":
-            return pd.DataFrame({
-                "system": np.array([m.system for m in self.located], dtype=np.int64),
-                "time": np.array([m.time for m in self.located], dtype=np.float64),
-                "before": np.array([m.before for m in self.located], dtype=np.int64),
-                "after": np.array([m.after for m in self.located], dtype=np.int64),
-            })
+            return pd.DataFrame(Merge.columns(self.located))
         if table == "frames":
             counts = np.asarray(self.counts)
             B = 1 if counts.ndim == 1 else counts.shape[1]

@@ -117,7 +117,7 @@ from particles.io.hdf5 import (
 from particles.io.kinds import Example, refusal, register
 from particles.observables import energy_definition
 from particles.observables.pairs import DEFAULT_EPS
-from particles.trajectory import STOP_REASONS, Frame, Merge, Trajectory
+from particles.trajectory import MERGE_COLUMNS, STOP_REASONS, Frame, Merge, Trajectory
 
 __all__ = [
     "FLUSH_INTERVAL",
@@ -148,8 +148,6 @@ _POSITION = f"particles/{GROUP}/position"
 
 #: the group of located merges (``merge_events=True``) and its datasets.
 MERGES = "events/merges"
-_MERGE_FIELDS = {"time": np.float64, "before": np.int64, "after": np.int64,
-                 "system": np.int64}
 
 
 @dataclass(frozen=True)
@@ -375,10 +373,10 @@ def _merge_rows(f: h5py.File, h: _Header) -> int:
     if not isinstance(group, h5py.Group):
         return 0
     if any(not isinstance(group.get(k), h5py.Dataset) or group[k].ndim != 1
-           for k in _MERGE_FIELDS):
+           for k in MERGE_COLUMNS):
         raise file_error(Path(f.filename), f"/{MERGES} is not four datasets "
-                         f"{{{','.join(_MERGE_FIELDS)}}} of one axis")
-    k = min(group[name].shape[0] for name in _MERGE_FIELDS)
+                         f"{{{','.join(MERGE_COLUMNS)}}} of one axis")
+    k = min(group[name].shape[0] for name in MERGE_COLUMNS)
     times = np.asarray(group["time"][:k])
     return int(np.searchsorted(times, _frame_time(f, h), side="right"))
 
@@ -388,9 +386,9 @@ def _read_merges(f: h5py.File, h: _Header) -> tuple[Merge, ...]:
     k = _merge_rows(f, h)
     if not k:
         return ()
-    cols = {name: np.asarray(f[MERGES][name][:k]) for name in _MERGE_FIELDS}
-    return tuple(Merge(float(t), int(b), int(a), int(s)) for t, b, a, s in zip(
-        cols["time"], cols["before"], cols["after"], cols["system"], strict=True))
+    cols = [np.asarray(f[MERGES][name][:k]).tolist() for name in MERGE_COLUMNS]
+    return tuple(Merge(**dict(zip(MERGE_COLUMNS, row, strict=True)))
+                 for row in zip(*cols, strict=True))
 
 
 def read_observables(
@@ -568,7 +566,7 @@ def _add_merge_events(f: h5py.File) -> h5py.Group:
     group = f.get(MERGES)
     if group is None:
         group = f.require_group(MERGES)
-        for name, dtype in _MERGE_FIELDS.items():
+        for name, dtype in MERGE_COLUMNS.items():
             appendable(group, name, (), dtype)
         group.attrs["eps"] = DEFAULT_EPS
     return group
@@ -628,9 +626,9 @@ class TrajectoryWriter(GroupWriter):
         if merges:
             group = _add_merge_events(self._file)
             k0, k1 = self._merges, self._merges + len(merges)
-            for name, dtype in _MERGE_FIELDS.items():
+            for name, values in Merge.columns(merges).items():
                 group[name].resize(k1, axis=0)
-                group[name][k0:k1] = np.array([getattr(m, name) for m in merges], dtype=dtype)
+                group[name][k0:k1] = values
         super()._write(frames)
         self._merges += len(merges)
 
@@ -704,7 +702,7 @@ class TrajectoryWriter(GroupWriter):
                 if ds.shape[0] != header.frames:
                     ds.resize(header.frames, axis=0)
             merges = _merge_rows(f, header)
-            for name in _MERGE_FIELDS if MERGES in f else ():
+            for name in MERGE_COLUMNS if MERGES in f else ():
                 if f[MERGES][name].shape[0] != merges:
                     f[MERGES][name].resize(merges, axis=0)
             if (config or header.config).merge_events:
