@@ -1,35 +1,31 @@
-"""Particles against the mean-field PDE on the circle: W1 distance against n (issue 13).
+"""Particles against the mean-field PDE on the circle: densities and W1 against n (figure 9).
 
-``n`` tokens drawn i.i.d. from the initial density ``rho0`` follow the particle
-dynamics (:func:`particles.simulate`, RK4 on the circle, with the spectral
-summation where it is the cheaper: O(n K) per step, so n reaches 1e6 in
-about a minute on 2 cores); the density follows the
-continuity equation (:func:`particles.meanfield.solve`).  The exact circle
-Wasserstein-1 distance between the empirical measure and the PDE density
-(:func:`particles.meanfield.wasserstein.w1_circle_density`) is ``O(n^{-1/2})`` at
-t = 0 (sampling) and stays so over a fixed time window (the flow is Lipschitz in
-W1), so its log-log slope against ``n`` is about ``-1/2``.
+``n`` tokens drawn i.i.d. from ``rho0`` follow the particle dynamics
+(:func:`particles.simulate`, RK4, spectral sums where cheaper, so n = 1e6 takes
+seconds); the density follows the continuity equation
+(:func:`particles.meanfield.solve`).  Top: the PDE density against the histogram of
+the largest system over time.  Bottom: the exact circle W1 distance
+(:func:`particles.meanfield.wasserstein.w1_circle_density`) per n over time, and
+against n: ``O(n^{-1/2})`` at t = 0 (sampling), and so over a fixed time window
+(the flow is Lipschitz in W1), so the log-log slope is about ``-1/2``.
 
 Usage::
 
-    python figures/meanfield_w1.py [--quick] [--out figures/meanfield_w1.png]
-
-Writes one PNG (never opens a window) and prints the fitted slopes.  ``--quick``
-is a seconds-long run of the same pipeline (used by the tests).
+    python figures/meanfield_w1.py [--quick] [--out figures/meanfield_w1.png] [--seed N]
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from particles import simulate
+from particles.gallery import figure_command
 from particles.meanfield import MeanFieldConfig, solve
 from particles.meanfield.wasserstein import sample_density, w1_circle_density
 
@@ -38,20 +34,10 @@ from particles.meanfield.wasserstein import sample_density, w1_circle_density
 class W1Experiment:
     """W1 between particles and the PDE.
 
-    Attributes
-    ----------
-    config : MeanFieldConfig
-        The PDE run (its ``save_times`` are the comparison times).
-    times : ndarray, shape (F,)
-    ns : ndarray of int, shape (N,)
-    w1 : list of ndarray, each shape (S_i, F)
-        W1 per draw (seed) and frame, for each ``n``.
-    rho : ndarray, shape (F, M)
-        The PDE densities.
-    theta_last : ndarray, shape (F, ns[-1])
-        Particle angles of the first draw at the largest ``n``.
-    seconds : float
-        Wall time of the experiment.
+    ``config`` is the PDE run (its save times are the comparison times, ``times``,
+    shape (F,)); ``ns`` (N,); ``w1[i]`` (S_i, F): W1 per draw and frame for
+    ``ns[i]``; ``rho`` (F, M): the PDE densities; ``theta_last`` (F, ns[-1]): the
+    angles of the first draw at the largest n; ``seconds``: wall time.
     """
 
     config: MeanFieldConfig
@@ -79,23 +65,10 @@ def w1_experiment(ns=(50, 200, 800), draws=(16, 16, 8), *, beta: float = 2.0,
                   seed: int = 0) -> W1Experiment:
     """Run the PDE once and ``draws[i]`` particle systems of ``ns[i]`` tokens.
 
-    Parameters
-    ----------
-    ns : sequence of int, shape (N,)
-        Numbers of tokens.
-    draws : sequence of int, shape (N,)
-        Independent samples of the initial tokens for each ``n``.
-    beta, model, init, modes, T, save_every
-        The mean-field problem (:class:`~particles.meanfield.MeanFieldConfig`);
-        keep ``T`` before the clusters outgrow the grid (the PDE warns).
-    dt : float
-        RK4 step of the particles.
-    seed : int
-        Root seed of the initial draws.
-
-    Returns
-    -------
-    W1Experiment
+    ``beta, model, init, modes, T, save_every`` make the
+    :class:`~particles.meanfield.MeanFieldConfig` (keep ``T`` before the clusters
+    outgrow the grid: the PDE warns); ``dt`` is the particles' RK4 step and
+    ``seed`` the root seed of the initial draws.
     """
     start = time.perf_counter()
     config = MeanFieldConfig(model=model, beta=beta, modes=modes, T=T, save_every=save_every,
@@ -121,56 +94,70 @@ def w1_experiment(ns=(50, 200, 800), draws=(16, 16, 8), *, beta: float = 2.0,
                         theta_last=theta_last, seconds=time.perf_counter() - start)
 
 
-def make_figure(exp: W1Experiment) -> Figure:
-    """Three panels: W1(t) per n, W1 against n (log-log, fitted slope), the final densities."""
-    fig = Figure(figsize=(13, 4), layout="constrained")
-    ax_t, ax_n, ax_rho = fig.subplots(1, 3)
+def _snapshots(fig, grid, exp: W1Experiment, picks) -> None:
+    """Top row: the PDE density and the particles' histogram (largest n) at a few times."""
+    M = exp.rho.shape[1]
+    theta = 2 * np.pi * np.arange(M + 1) / M  # closed: the last cell wraps to the first
+    for col, f in enumerate(picks):
+        ax = fig.add_subplot(grid[0, 2 * col:2 * col + 2])
+        if exp.theta_last is not None:
+            bins = int(min(128, 2 * np.sqrt(exp.ns[-1])))
+            ax.hist(np.mod(exp.theta_last[f], 2 * np.pi), bins=bins, range=(0, 2 * np.pi),
+                    density=True, color="0.7", label=f"particles, n = {exp.ns[-1]:,}")
+        ax.plot(theta, np.append(exp.rho[f], exp.rho[f][0]), color="C3", lw=1.3,
+                label="mean-field PDE \u03c1(θ, t)")
+        ax.set(xlim=(0, 2 * np.pi), xlabel="θ (rad)", title=f"t = {exp.times[f]:g}")
+        ax.set_xticks(np.pi * np.arange(5) / 2, ["0", "π/2", "π", "3π/2", "2π"])
+        if col == 0:
+            ax.set_ylabel("density")
+            ax.legend(fontsize=8, loc="upper left")
+
+
+def make_figure(exp: W1Experiment, seed: int) -> Figure:
+    """Top: densities against particle histograms over time; bottom: W1(t) per n and
+    W1 against n (log-log, fitted slope, the -1/2 law)."""
+    fig = Figure(figsize=(13, 7.5), layout="constrained")
+    picks = np.unique(np.linspace(0, exp.times.size - 1, 4).round().astype(int))
+    grid = fig.add_gridspec(2, 2 * picks.size, height_ratios=(1.0, 1.1))
+    _snapshots(fig, grid, exp, picks)
+    ax_t, ax_n = fig.add_subplot(grid[1, :picks.size]), fig.add_subplot(grid[1, picks.size:])
     mean = exp.mean
+    colours = colormaps["viridis"](np.linspace(0.0, 0.9, exp.ns.size))
     for i, n in enumerate(exp.ns):
-        ax_t.semilogy(exp.times, mean[i], "o-", ms=3, label=f"n = {n}")
-    ax_t.set(xlabel="t", ylabel="W1(particles, PDE)", title="mean over draws")
-    ax_t.legend(fontsize=8)
-    avg = mean.mean(axis=1)
-    slope = exp.slope()
+        ax_t.semilogy(exp.times, mean[i], "o-", ms=3, color=colours[i], label=f"n = {n:,}")
+    ax_t.set(xlabel="t", ylabel="W1(particles, PDE) (log)",
+             title="W1 over time, mean over draws")
+    ax_t.legend(fontsize=8, ncol=2)
+    avg, slope = mean.mean(axis=1), exp.slope()
     ax_n.loglog(exp.ns, avg, "o", label="time average")
     ax_n.loglog(exp.ns, mean[:, -1], "s", mfc="none", label=f"t = {exp.times[-1]:g}")
     c = np.exp(np.polyfit(np.log(exp.ns), np.log(avg), 1)[1])
-    ax_n.loglog(exp.ns, c * exp.ns**slope, "-", label=f"fit: slope {slope:.3f}")
-    ax_n.loglog(exp.ns, avg[0] * (exp.ns / exp.ns[0]) ** -0.5, ":", color="gray",
-                label="slope -1/2")
-    ax_n.set(xlabel="n", ylabel="W1", title="W1 against n")
+    ax_n.loglog(exp.ns, c * exp.ns**slope, "-", color="C2", label=f"fit: slope {slope:.3f}")
+    ax_n.loglog(exp.ns, avg[0] * (exp.ns / exp.ns[0]) ** -0.5, "--", color="k",
+                label="theory: slope -1/2")
+    ax_n.set(xlabel="n (log)", ylabel="W1 (log)", title="W1 against n")
     ax_n.legend(fontsize=8)
-    M = exp.rho.shape[1]
-    theta = 2 * np.pi * np.arange(M) / M
-    ax_rho.plot(theta, exp.rho[-1], label=f"PDE, t = {exp.times[-1]:g}")
-    ax_rho.plot(theta, exp.rho[0], "--", color="gray", label="PDE, t = 0")
-    if exp.theta_last is not None:
-        ax_rho.hist(np.mod(exp.theta_last[-1], 2 * np.pi), bins=64, range=(0, 2 * np.pi),
-                    density=True, alpha=0.4, label=f"particles, n = {exp.ns[-1]}")
-    ax_rho.set(xlabel="theta", ylabel="density", title="density and particles")
-    ax_rho.legend(fontsize=8)
+    for ax in (ax_t, ax_n):
+        ax.grid(True, which="both", alpha=0.3)
     cfg = exp.config
-    fig.suptitle(f"{cfg.model.upper()}, beta = {cfg.beta:g}, init {cfg.init}, "
-                 f"M = {cfg.modes}")
+    fig.suptitle(f"Particles against the mean field on the circle: {cfg.model.upper()}, "
+                 f"β = {cfg.beta:g}, i.i.d. tokens from \u03c10 = {cfg.init}, PDE M = {cfg.modes} "
+                 f"modes, particles RK4, seed {seed}")
     return fig
 
 
 def main(argv=None) -> int:
     """Command line: run, save the PNG, print the slopes."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a seconds-long run")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_suffix(".png"))
-    args = parser.parse_args(argv)
+    args = figure_command(__doc__, __file__, argv)
     if args.quick:
-        exp = w1_experiment(ns=(25, 100), draws=(2, 2), modes=256, T=0.5)
+        exp = w1_experiment(ns=(25, 100), draws=(2, 2), modes=256, T=0.5, seed=args.seed)
     else:
         exp = w1_experiment(ns=(50, 200, 800, 3200, 12800, 51200, 204800, 1000000),
-                            draws=(32, 32, 16, 8, 4, 2, 2, 1))
-    make_figure(exp).savefig(args.out, dpi=120)
+                            draws=(32, 32, 16, 8, 4, 2, 2, 1), seed=args.seed)
     print(f"slope of log W1 against log n: {exp.slope():.3f} (time average), "
           f"{exp.slope(0):.3f} (t = 0), {exp.slope(-1):.3f} (t = {exp.times[-1]:g}); "
           f"{exp.seconds:.1f} s")
-    print(args.out)
+    args.save(make_figure(exp, args.seed))
     return 0
 
 
