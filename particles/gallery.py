@@ -88,6 +88,8 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "kernel and Sinkhorn from one start"),
     FigureEntry("meanfield_w1", "Figure 9 (W1 part): particles against the mean-field PDE, "
                 "W1 against n"),
+    FigureEntry("repulsive", "Figure 11: the repulsive flow V = -I against the regular simplex "
+                "(n = d + 1) and the cross-polytope (n = 2d): energy gap and final inner products"),
 )}
 
 
