@@ -78,6 +78,8 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "(Euler layer), and a GIF of the sphere", (".gif",)),
     FigureEntry("histograms", "Figure 2: histograms of the pair inner products across time, "
                 "d = 3 and d = 128"),
+    FigureEntry("phase_diagram", "Figure 3: (beta, t) phase diagrams of the fraction of pairs "
+                "with <x_i, x_j> > 0.999, d = 2, d = 128 with the d >> n frontier, random Q, K, V"),
     FigureEntry("metastability", "Figure 4: circle, cluster count and normalised energy "
                 "against log time, beta = 4 and 9, with the located merges"),
     FigureEntry("merge_time", "Figure 5: merge time of two clusters on the circle against beta, "
