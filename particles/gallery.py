@@ -78,6 +78,8 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "(Euler layer), and a GIF of the sphere", (".gif",)),
     FigureEntry("histograms", "Figure 2: histograms of the pair inner products across time, "
                 "d = 3 and d = 128"),
+    FigureEntry("phase_diagram", "Figure 3: (beta, t) phase diagrams of the fraction of pairs "
+                "with <x_i, x_j> > 0.999, d = 2, d = 128 with the d >> n frontier, random Q, K, V"),
     FigureEntry("metastability", "Figure 4: circle, cluster count and normalised energy "
                 "against log time, beta = 4 and 9, with the located merges"),
     FigureEntry("merge_time", "Figure 5: merge time of two clusters on the circle against beta, "
@@ -88,6 +90,8 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "kernel and Sinkhorn from one start"),
     FigureEntry("meanfield_w1", "Figure 9: particles against the mean-field PDE on the circle, "
                 "densities over time against particle histograms, and W1 against n"),
+    FigureEntry("repulsive", "Figure 11: the repulsive flow V = -I against the regular simplex "
+                "(n = d + 1) and the cross-polytope (n = 2d): energy gap and final inner products"),
 )}
 
 

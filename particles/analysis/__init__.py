@@ -34,6 +34,7 @@ from particles.analysis.merges import (
     two_cluster_merge_time,
 )
 from particles.analysis.modes import DEFAULT_MAX_MODE, fourier_coefficients, fourier_modes
+from particles.analysis.optimal import OptimalConfiguration, repulsive_optimum
 from particles.analysis.report import (
     ANALYSIS_GROUP,
     AnalysisResult,
@@ -58,6 +59,7 @@ __all__ = [
     "MergeEvent",
     "MergeTree",
     "NotComputedError",
+    "OptimalConfiguration",
     "Plateau",
     "Scalars",
     "SplitEvent",
@@ -75,6 +77,7 @@ __all__ = [
     "mass_counts",
     "pair_histogram",
     "read_analysis",
+    "repulsive_optimum",
     "single_linkage_labels",
     "span_dimension",
     "track_labels",

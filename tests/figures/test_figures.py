@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: the figures the quick run below makes (meanfield_w1's quick run has its own test,
 #: tests/meanfield/test_meanfield_particles.py).
-QUICK = ("tokens", "histograms", "metastability", "merge_time",
-         "formation", "kernels")
+QUICK = ("tokens", "histograms", "phase_diagram", "metastability", "merge_time",
+         "formation", "kernels", "repulsive")
 
 
 @pytest.fixture(scope="module")
