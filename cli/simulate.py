@@ -119,7 +119,8 @@ def check_estimate(
     """Estimate the run before any work: print it (``dry_run``) and refuse what cannot fit.
 
     ``config`` None with ``resume`` means the configuration stored in ``out``.  A
-    dry run of an adaptive integrator counts its steps with a short probe
+    dry run times the drift on this machine and counts an adaptive
+    integrator's steps with a short probe
     (:func:`particles.runs.probe.probed_estimate`, from ``x0`` where given);
     the check before a run needs sizes only.
     """
@@ -135,10 +136,12 @@ def check_estimate(
         config = extended(config, stored) if config is not None else stored
         written = out.stat().st_size
     est = estimate(config)
-    if dry_run and INTEGRATORS[config.integrator].adaptive:
+    if dry_run:
         from particles.runs.probe import probed_estimate
 
-        click.echo("probing the adaptive steps (compiles the kernels once) ...", err=True)
+        what = ("probing the adaptive steps" if INTEGRATORS[config.integrator].adaptive
+                else "timing the drift on this machine")
+        click.echo(f"{what} (compiles the kernels once) ...", err=True)
         est = probed_estimate(config, x0=x0)
     if dry_run:
         click.echo(f"{out} (dry run: nothing written)")

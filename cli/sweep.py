@@ -196,7 +196,8 @@ def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
     tasks = plan_tasks(spec, done, size)
     from particles.runs.probe import PROBE_SECONDS
 
-    est = sweep_estimate(spec, probe=PROBE_SECONDS)  # adaptive steps: probed
+    # adaptive steps probed, the drift timed on this machine
+    est = sweep_estimate(spec, probe=PROBE_SECONDS, timed=True)
     click.echo(f"{out} (dry run: nothing written)")
     axes = ", ".join(f"{k} ({len(v)})" for k, v in spec.axes) or "none (one point)"
     click.echo(f"grid         {spec.points} points: {axes}")

@@ -36,7 +36,8 @@ from particles.config import SimulationConfig
 from particles.integrators import INTEGRATORS
 from particles.io.h5md import expected_frames
 
-__all__ = ["Estimate", "available_memory", "check_fits", "estimate", "estimate_values",
+__all__ = ["Estimate", "available_memory", "check_fits", "config_evaluation_seconds",
+           "estimate", "estimate_values",
            "evaluation_seconds", "frame_seconds", "meanfield_estimate"]
 
 #: working copies of the state an integrator keeps per system (stages, errors,
@@ -106,6 +107,11 @@ class Estimate:
         far longer), Sinkhorn iterations at their cap.
     basis : str
         Where the steps come from, in words (for :meth:`lines`).
+    speed : float or None
+        This machine's measured cost of the run's drift evaluations relative
+        to the reference costs of this module
+        (:func:`particles.runs.probe.machine_speed`), which ``seconds``
+        includes; None: the reference costs as they are.
     """
 
     frames: int
@@ -115,18 +121,21 @@ class Estimate:
     seconds: float
     bound: bool = False
     basis: str = ""
+    speed: float | None = None
 
     def lines(self) -> list[str]:
         """The estimate in words, one item per line."""
         what = "at most about " if self.bound else ""
         kind = "an upper bound" if self.bound else "an estimate"
         basis = f"; {self.basis}" if self.basis else ""
+        where = ("one core of the reference machine" if self.speed is None else
+                 f"one core, timed here at {self.speed:.2g}x the reference costs")
         return [
             f"frames       {self.frames}",
             f"steps        {'at most ' if self.bound else ''}{self.steps:.4g}{basis}",
             f"memory       {_size(self.memory_bytes)} (peak, rough)",
             f"output       {_size(self.output_bytes)}",
-            f"time         {what}{_duration(self.seconds)} ({kind}: integration on one core; "
+            f"time         {what}{_duration(self.seconds)} ({kind}: integration on {where}; "
             "compiling adds 10-30 s)",
         ]
 
@@ -160,6 +169,7 @@ def _estimate(
     *, n: int, d: int, batch: int, heads: int, frames: int, steps: float, stages: int,
     observables: int, weights_per_system: bool, times_in_memory: int,
     evaluation: float = 0.0, frame_seconds: float = 0.0, bound: bool = False, basis: str = "",
+    speed: float | None = None,
 ) -> Estimate:
     state = 8 * batch * n * d
     weight_sets = batch if weights_per_system else 1
@@ -179,6 +189,7 @@ def _estimate(
         seconds=float(seconds),
         bound=bound,
         basis=basis,
+        speed=speed,
     )
 
 
@@ -204,8 +215,27 @@ def frame_seconds(config: SimulationConfig) -> float:
     return out
 
 
+def config_evaluation_seconds(config: SimulationConfig) -> float:
+    """Seconds of one drift evaluation of one system of ``config`` on one core
+    at the reference costs: :func:`evaluation_seconds` for its model, heads and
+    Sinkhorn passes, the spectral series' own cost model for
+    ``summation="spectral"``."""
+    from particles.models import MODELS
+
+    if config.summation == "spectral":
+        from particles.fields import spectral
+
+        # the series' cost (fields.spectral.costs, measured like this module's)
+        return spectral.costs(config.n, config.d, spectral.degree(config))[1]
+    sinkhorn = config.normalization == "sinkhorn"
+    return evaluation_seconds(
+        n=config.n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,
+        passes=1.0 + config.sinkhorn_iters if sinkhorn else 1.0)
+
+
 def estimate(config: SimulationConfig, *, steps: float | None = None,
-             basis: str | None = None, work: float = 1.0) -> Estimate:
+             basis: str | None = None, work: float = 1.0,
+             speed: float | None = None) -> Estimate:
     """The rough cost of running ``config`` (nothing is allocated).
 
     Parameters
@@ -222,13 +252,15 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
         The share of the steps' work on all tokens (a probe's count of
         collapsed clusters, :class:`particles.runs.probe.StepProbe`); 1 when
         not known.
+    speed : float, optional
+        This machine's cost of a drift evaluation relative to the reference
+        costs (:func:`particles.runs.probe.machine_speed`); it scales the
+        steps' and the frames' time.  By default the reference costs.
 
     Returns
     -------
     Estimate
     """
-    from particles.models import MODELS
-
     frames = expected_frames(config)
     adaptive = INTEGRATORS[config.integrator].adaptive
     sinkhorn = config.normalization == "sinkhorn"
@@ -241,16 +273,8 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
     if sinkhorn:
         basis += f"; Sinkhorn at its cap of {config.sinkhorn_iters} iterations"
     times = PY_FLOAT * len(config.save_times or ()) + 8 * frames
-    if config.summation == "spectral":
-        from particles.fields import spectral
-
-        # the series' cost (fields.spectral.costs, measured like this module's)
-        evaluation = spectral.costs(config.n, config.d, spectral.degree(config))[1]
-    else:
-        evaluation = evaluation_seconds(
-            n=config.n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,
-            passes=1.0 + config.sinkhorn_iters if sinkhorn else 1.0)
-    evaluation *= work
+    evaluation = config_evaluation_seconds(config)
+    evaluation *= work * (speed or 1.0)
     if config.collapses() and config.T > 0 and work == 1.0:
         note = "not counted: coincident tokens collapse once clusters form (then faster)"
         basis = f"{basis}; {note}" if basis else note
@@ -259,8 +283,8 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
         steps=steps, stages=INTEGRATORS[config.integrator].evaluations,
         observables=len(config.observables or ()) + 2,
         weights_per_system=config.weight_draws != "shared", times_in_memory=times,
-        evaluation=evaluation, frame_seconds=frame_seconds(config), bound=bound,
-        basis=basis or "",
+        evaluation=evaluation, frame_seconds=frame_seconds(config) * (speed or 1.0),
+        bound=bound, basis=basis or "", speed=speed,
     )
 
 

@@ -18,8 +18,17 @@ adaptive step restarts from ``dt`` at every save time).  Past the last
 horizon the steps go on at the rate of its second half: while the steps
 still grow, that overestimates the rest.  The count depends on the
 configuration and the seed only, not on the machine (the budget decides
-how far the probe goes).  :func:`probed_estimate` is the run's
-:class:`~particles.runs.estimate.Estimate` with these steps.
+how far the probe goes).
+
+The time of a step is the machine's: :func:`machine_speed` times the run's
+own drift on a proxy of :data:`SPEED_TOKENS` tokens on one Numba thread
+and divides by the reference cost of those evaluations
+(:func:`particles.runs.estimate.config_evaluation_seconds`): a core with
+AVX-512 evaluates the softmax three to four times as fast as the 2-core
+AVX2 machines the reference costs come from, so an estimate at the
+reference costs alone is that much too long there.
+:func:`probed_estimate` is the run's
+:class:`~particles.runs.estimate.Estimate` with these steps at this speed.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import math
 import time
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from particles.config import SimulationConfig
@@ -35,11 +45,12 @@ from particles.engine import integrate
 from particles.errors import IntegrationError
 from particles.integrators import INTEGRATORS
 from particles.models import MODELS, build_problem, collapse
-from particles.runs.estimate import Estimate, estimate
+from particles.runs.estimate import Estimate, config_evaluation_seconds, estimate
 from particles.runs.initial import initial_tokens
 
-__all__ = ["PROBE_PAIRWISE_TOKENS", "PROBE_SECONDS", "PROBE_TOKENS", "StepProbe",
-           "probe_steps", "probed_estimate", "proxy_config"]
+__all__ = ["PROBE_PAIRWISE_TOKENS", "PROBE_SECONDS", "PROBE_TOKENS", "SPEED_SECONDS",
+           "SPEED_TOKENS", "StepProbe", "machine_speed", "probe_steps", "probed_estimate",
+           "proxy_config"]
 
 #: wall time a probe may spend integrating (compiling aside), seconds.
 PROBE_SECONDS = 1.0
@@ -49,6 +60,15 @@ PROBE_PAIRWISE_TOKENS = 64
 PROBE_TOKENS = 65536
 #: the first horizon, in initial steps ``dt``.
 FIRST_HORIZON_STEPS = 8
+#: tokens of the proxy that :func:`machine_speed` times (at most ``n``): a
+#: pairwise model's evaluation then dominates the step's own bookkeeping.
+SPEED_TOKENS = 256
+#: tokens of that proxy for an O(n) model (Kuramoto), at most.
+SPEED_LINEAR_TOKENS = 4096
+#: wall time :func:`machine_speed` may spend timing (compiling aside), seconds.
+SPEED_SECONDS = 0.25
+#: steps ``dt`` of one timed integration of :func:`machine_speed`.
+SPEED_STEPS = 32
 
 
 @dataclass(frozen=True)
@@ -212,11 +232,79 @@ def probe_steps(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
                      time.perf_counter() - start)
 
 
+def machine_speed(config: SimulationConfig, *, seconds: float = SPEED_SECONDS,
+                  x0: np.ndarray | None = None) -> float:
+    """This machine's cost of the drift evaluations of ``config`` relative to
+    the reference costs of :mod:`particles.runs.estimate`.
+
+    A proxy of the run (:func:`proxy_config`: one system of
+    :data:`SPEED_TOKENS` tokens, :data:`SPEED_LINEAR_TOKENS` for an O(n)
+    model) is integrated with the run's integrator over ``SPEED_STEPS``
+    steps ``dt`` (at most ``T``) again and again on one Numba thread, the
+    first time to compile (or load) its kernels; the fastest integration,
+    divided by the reference cost of its evaluations, is the speed (the
+    machine's, not its load's).
+
+    Parameters
+    ----------
+    config : SimulationConfig
+    seconds : float
+        Wall time the timing may spend, compiling aside.
+    x0 : ndarray, shape (n, d) or (batch, n, d), optional
+        The run's initial positions (the proxy starts from its first tokens).
+
+    Returns
+    -------
+    float
+        Above 1: slower than the reference machine.
+
+    Raises
+    ------
+    IntegrationError
+        The proxy's integration failed.
+    """
+    config = config.resolved()
+    pairwise = MODELS[config.model].pairwise
+    proxy = proxy_config(config, SPEED_TOKENS if pairwise else SPEED_LINEAR_TOKENS)
+    x = None if x0 is None else np.asarray(x0).reshape(-1, config.n, config.d)[:1, :proxy.n]
+    problem = build_problem(proxy, initial_tokens(proxy, x))
+    entry = INTEGRATORS[config.integrator]
+    grid = np.array([0.0, min(float(config.T), SPEED_STEPS * float(config.dt))])
+    if not grid[1] > 0:
+        return 1.0
+
+    def timed() -> tuple[float, float]:
+        t0 = time.perf_counter()
+        *_, last = integrate(problem, config.integrator, grid, None, dt=config.dt,
+                             max_steps=config.max_steps, rtol=config.rtol, atol=config.atol)
+        wall = time.perf_counter() - t0
+        if entry.adaptive:
+            tried = last.observables["accepted_steps"] + last.observables["rejected_steps"]
+            return wall, float(tried[0])
+        return wall, float(math.ceil(grid[1] / config.dt - 1e-9))
+
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)  # the estimate counts one core
+    try:
+        timed()  # compiles (or loads) the kernels: not timed
+        best, attempts = timed()
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            wall, tried = timed()
+            if wall < best:
+                best, attempts = wall, tried
+    finally:
+        numba.set_num_threads(threads)
+    reference = attempts * entry.evaluations * config_evaluation_seconds(proxy)
+    return best / reference if reference > 0 else 1.0
+
+
 def probed_estimate(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
                     x0: np.ndarray | None = None) -> Estimate:
-    """:func:`~particles.runs.estimate.estimate` of ``config`` with its adaptive
-    steps counted by :func:`probe_steps` (a fixed-step run needs no probe: its
-    estimate as it is).  A probe that fails leaves the bound, saying so.
+    """:func:`~particles.runs.estimate.estimate` of ``config`` at this machine's
+    :func:`machine_speed`, with its adaptive steps counted by
+    :func:`probe_steps` (a fixed-step run's steps are known).  A probe that
+    fails leaves the bound at the reference costs, saying so.
 
     Parameters
     ----------
@@ -230,9 +318,12 @@ def probed_estimate(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
     -------
     Estimate
     """
-    if not INTEGRATORS[config.integrator].adaptive or not config.T > 0:
+    if not config.T > 0:
         return estimate(config)
     try:
+        speed = machine_speed(config, x0=x0)
+        if not INTEGRATORS[config.integrator].adaptive:
+            return estimate(config, speed=speed)
         probe = probe_steps(config, seconds=seconds, x0=x0)
     except IntegrationError as exc:
         bound = estimate(config)
@@ -244,4 +335,4 @@ def probed_estimate(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
         basis += (f"; coincident tokens collapse: {probe.work / max(probe.steps, 1):.2g} of "
                   "the work on every token")
     return estimate(config, steps=math.ceil(probe.steps), basis=basis,
-                    work=probe.work / probe.steps if probe.steps else 1.0)
+                    work=probe.work / probe.steps if probe.steps else 1.0, speed=speed)

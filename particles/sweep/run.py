@@ -46,7 +46,7 @@ from particles.io.sweep import (
 )
 from particles.progress import Progress
 from particles.runs.estimate import Estimate, estimate, evaluation_seconds
-from particles.runs.probe import PROBE_SECONDS, probe_steps
+from particles.runs.probe import PROBE_SECONDS, machine_speed, probe_steps
 from particles.runs.session import Resume, Stops, stream
 from particles.sweep.aggregate import STATS, aggregate_point
 from particles.sweep.backends import PROCESS_MIN_SECONDS, Backend, make_backend
@@ -166,7 +166,7 @@ def _probed_ratios(spec: SweepSpec, bounds: list[float], probe: float) -> list[f
     return [ratios[int(keys[np.argmin(np.abs(keys - p))])] for p in range(spec.points)]
 
 
-def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0) -> Estimate:
+def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0, timed: bool = False) -> Estimate:
     """Rough cost of a whole sweep (an :class:`~particles.runs.estimate.Estimate`):
     the integration of every grid point's ensemble as
     :func:`particles.runs.estimate.estimate` counts it, the statistics (about
@@ -181,6 +181,10 @@ def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0) -> Estimate:
         Seconds to spend counting the steps of adaptive integrators with
         :func:`particles.runs.probe.probe_steps` (at most :data:`PROBE_POINTS`
         grid points); 0: counted at the initial ``dt``, a bound.
+    timed : bool
+        Time the first grid point's drift on this machine
+        (:func:`particles.runs.probe.machine_speed`) instead of counting the
+        reference costs (a fraction of a second, after compiling its kernels).
     """
     F = len(spec.times)
     chunk = default_chunk(spec, 1)
@@ -188,18 +192,24 @@ def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0) -> Estimate:
     bounds = [estimate(c).steps if INTEGRATORS[c.integrator].adaptive else 0.0
               for c in configs]
     ratios = _probed_ratios(spec, bounds, probe) if probe > 0 else None
+    speed = None
+    if timed:
+        try:
+            speed = machine_speed(configs[0])
+        except IntegrationError:
+            pass  # the reference costs, as without timing
     seconds = steps = 0.0
     out, memory, bound, bases = 64 * 1024, 0, False, []
     for p, c in enumerate(configs):
         counted = None if ratios is None or not bounds[p] else math.ceil(bounds[p] * ratios[p])
-        est = estimate(c.replace(batch=spec.runs), steps=counted,
+        est = estimate(c.replace(batch=spec.runs), steps=counted, speed=speed,
                        basis=None if counted is None else
                        "adaptive steps from probes of one system at each of "
                        f"{min(spec.points, PROBE_POINTS)} grid points at most")
         bound |= est.bound
         if est.basis not in bases:
             bases.append(est.basis)
-        seconds += est.seconds + F * spec.runs * evaluation_seconds(n=c.n, d=c.d)
+        seconds += est.seconds + F * spec.runs * evaluation_seconds(n=c.n, d=c.d) * (speed or 1)
         steps += est.steps
         memory = max(memory, estimate(c.replace(batch=chunk)).memory_bytes)
         per = F * (10 + 2 * len(spec.deltas)) + 24
@@ -207,7 +217,8 @@ def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0) -> Estimate:
             per += 8 * F * c.n * c.d
         out += per * spec.runs
     return Estimate(frames=F, steps=steps, memory_bytes=memory, output_bytes=out,
-                    seconds=seconds, bound=bound, basis="; ".join(b for b in bases if b))
+                    seconds=seconds, bound=bound, basis="; ".join(b for b in bases if b),
+                    speed=speed)
 
 
 def fit_backend(backend: Backend, spec: SweepSpec, done: np.ndarray) -> None:

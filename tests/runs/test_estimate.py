@@ -15,7 +15,7 @@ from particles.engine import run
 from particles.io.h5md import expected_frames
 from particles.runs import run_to_file
 from particles.runs.estimate import Estimate, check_fits, estimate, estimate_values
-from particles.runs.probe import probe_steps, probed_estimate
+from particles.runs.probe import machine_speed, probe_steps, probed_estimate
 from particles.sphere.checks import unit_rows
 
 
@@ -124,6 +124,21 @@ def test_a_probe_of_a_small_run_counts_its_steps_exactly(save):
 def test_a_probe_is_for_adaptive_steps():
     with pytest.raises(ValueError, match="fixed steps"):
         probe_steps(SimulationConfig(n=4, d=3, beta=1.0, integrator="rk4"))
+
+
+def test_the_time_is_at_this_machines_measured_speed():
+    """A machine three to four times as fast as the reference (AVX-512) is
+    estimated at its own speed: the drift timed on one thread scales the steps'
+    and the frames' time, and the time line says so."""
+    config = SimulationConfig(n=300, d=3, beta=1.0, T=1.0, dt=0.05, integrator="rk4", seed=2)
+    plain, doubled = estimate(config), estimate(config, speed=2.0)
+    assert doubled.seconds == pytest.approx(2 * plain.seconds)
+    assert plain.speed is None and "reference machine" in plain.lines()[-1]
+    speed = machine_speed(config, seconds=0.05)
+    assert 0.02 < speed < 50  # a machine, not a unit error
+    est = probed_estimate(config)
+    assert est.speed is not None and "timed here" in est.lines()[-1]
+    assert est.steps == plain.steps and est.frames == plain.frames
 
 
 def _measured(config: SimulationConfig) -> float:
