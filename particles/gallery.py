@@ -88,6 +88,8 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "(ensemble median and quartiles) against argmax_k k^2 I_k(beta)"),
     FigureEntry("kernels", "Figure 7: cluster count and pair histograms under every attention "
                 "kernel and Sinkhorn from one start"),
+    FigureEntry("kuramoto", "Figure 8: Kuramoto r against coupling K for n = 50 to 3200 "
+                "against sqrt(1 - K_c/K), and SA, USA, Kuramoto from one start"),
     FigureEntry("meanfield_w1", "Figure 9: particles against the mean-field PDE on the circle, "
                 "densities over time against particle histograms, and W1 against n"),
     FigureEntry("repulsive", "Figure 11: the repulsive flow V = -I against the regular simplex "
