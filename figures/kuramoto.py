@@ -18,7 +18,8 @@ agrees with dt = 0.01 to 3e-4.  Bottom: SA and USA (beta = 4) and Kuramoto
 tail to alias) from the same 64 uniform angles
 (:func:`particles.runs.compare.compare_models`): the angles against time and
 r(t); attention forms clusters that merge (SA's third at t ~ 15), Kuramoto
-one locked group that turns at its sample's mean frequency.
+one locked group that turns at its sample's mean frequency (drawn in the
+frame of its mean phase psi(t)).
 
 Usage::
 
@@ -60,7 +61,8 @@ def order_against_coupling(n: int, couplings, runs: int, T: float, seed: int) ->
 
 
 def compare(n: int, T: float, seed: int):
-    """SA, USA and Kuramoto from one start: {model: (times, angles (F, n), r (F,))}."""
+    """SA, USA and Kuramoto from one start: {model: (times, angles (F, n), r (F,))};
+    Kuramoto's angles in the frame turning with its mean phase psi(t)."""
     with tempfile.TemporaryDirectory() as tmp:
         result = compare_models(n=n, beta=BETA, models=("sa", "usa", "kuramoto"),
                                 coupling=K_COMPARE, omega="gaussian:0.5", T=T, dt=0.005,
@@ -69,15 +71,17 @@ def compare(n: int, T: float, seed: int):
     out = {}
     for model, traj in result.trajectories.items():
         X = traj.positions
-        out[model] = (traj.times, np.arctan2(X[..., 1], X[..., 0]),
-                      np.hypot(*X.mean(axis=1).T))
+        theta, mean = np.arctan2(X[..., 1], X[..., 0]), X.mean(axis=1)
+        if model == "kuramoto":
+            theta = np.angle(np.exp(1j * (theta - np.arctan2(mean[:, 1:], mean[:, :1]))))
+        out[model] = (traj.times, theta, np.hypot(*mean.T))
     return out
 
 
 def make_figure(couplings, curves, runs, models, n_cmp, seed) -> Figure:
     """r against K per n with the theory (top left), r(t) per model (top right), and
     each model's angles against time (bottom)."""
-    fig = Figure(figsize=(15.0, 9.0), layout="constrained")
+    fig = Figure(figsize=(14.0, 8.4), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.1, 1.0])
     ax, axr = top.subplots(1, 2, width_ratios=[1.4, 1.0])
     cmap = colormaps["viridis"]
@@ -107,13 +111,14 @@ def make_figure(couplings, curves, runs, models, n_cmp, seed) -> Figure:
     axr.grid(True, alpha=0.3)
     axes = bottom.subplots(1, len(models), sharey=True)
     for a, (model, (t, theta, _)) in zip(axes, models.items(), strict=True):
-        tt = np.broadcast_to(t[:, None], theta.shape)
-        a.scatter(tt.ravel(), theta.ravel(), s=0.4, c=np.broadcast_to(
-            np.arange(theta.shape[1]), theta.shape).ravel(), cmap="viridis", rasterized=True)
-        a.set_title(f"{model}: K = {K_COMPARE:g}" if model == "kuramoto" else
-                    f"{model}: β = {BETA:g}", fontsize=10)
+        wrapped = theta.copy()
+        wrapped[1:][np.abs(np.diff(theta, axis=0)) > np.pi] = np.nan  # no line across +-pi
+        for i in range(0, theta.shape[1], 2):  # every other token: the picture stays small
+            a.plot(t, wrapped[:, i], lw=0.7, color=colors[model])
+        a.set_title(f"{model}: K = {K_COMPARE:g}, angles θ_i \u2212 ψ(t) from the mean phase"
+                    if model == "kuramoto" else f"{model}: β = {BETA:g}", fontsize=10)
         a.set_xlabel("time t")
-    axes[0].set_ylabel("angle θ_i (rad)")
+    axes[0].set_ylabel(f"angle θ_i (rad), every other of the {n_cmp} tokens")
     fig.suptitle("Synchronisation on the circle: Kuramoto against coupling, and SA, USA, "
                  "Kuramoto from one start", fontsize=11.5)
     return fig
