@@ -42,13 +42,12 @@ def rate(q, k: int = 1) -> np.ndarray:
 def particle_levels(qs, n, systems, Ts, dt, window, seed) -> list:
     """r of ``systems`` uniform starts of n tokens per q (run to ``Ts[i]``) over the
     frames of the last ``window`` time units: one array (frames * systems,) per q."""
-    out = []
-    for i, (q, T) in enumerate(zip(qs, Ts, strict=True)):
-        tr = simulate(n, 2, BETA, model=MODEL, noise=q * SIGMA_C, dt=dt, T=T,
-                      save_times=np.arange(1.0, T + 0.5), batch=systems, seed=seed + i,
-                      summation="auto", observables=("order",), positions="none")
-        out.append(tr.observables["order_parameter"][tr.times >= T - window].ravel())
-    return out
+    runs = (simulate(n, 2, BETA, model=MODEL, noise=q * SIGMA_C, dt=dt, T=T,
+                     save_times=np.arange(1.0, T + 0.5), batch=systems, seed=seed + i,
+                     summation="auto", observables=("order",), positions="none")
+            for i, (q, T) in enumerate(zip(qs, Ts, strict=True)))
+    return [tr.observables["order_parameter"][tr.times >= tr.times[-1] - window].ravel()
+            for tr in runs]
 
 
 def pde_levels(qs, modes: int):
