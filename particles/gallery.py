@@ -92,6 +92,8 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "against sqrt(1 - K_c/K), and SA, USA, Kuramoto from one start"),
     FigureEntry("meanfield_w1", "Figure 9: particles against the mean-field PDE on the circle, "
                 "densities over time against particle histograms, and W1 against n"),
+    FigureEntry("noise", "Figure 10: noisy particles (two n) and the mean-field PDE on the "
+                "circle, steady order parameter against sigma / sigma_c, and mode-1 growth rates"),
     FigureEntry("repulsive", "Figure 11: the repulsive flow V = -I against the regular simplex "
                 "(n = d + 1) and the cross-polytope (n = 2d): energy gap and final inner products"),
 )}

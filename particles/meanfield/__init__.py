@@ -8,7 +8,8 @@ diffusion threshold); :mod:`particles.meanfield.solver` the spectral PDE
 solver, :mod:`particles.meanfield.energy` the energy and its dissipation,
 :mod:`particles.meanfield.initial` the initial densities,
 :mod:`particles.meanfield.wasserstein` exact W1 distances on the circle
-(particles against the continuum).
+(particles against the continuum), :mod:`particles.meanfield.moments` the
+trigonometric moments of a density (its order parameter).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from particles.meanfield.linear import (
     critical_noise,
     fastest_mode,
     growth_rate,
+    incoherent_order,
 )
+from particles.meanfield.moments import density_moment, density_order_parameter
 from particles.meanfield.solver import (
     MEANFIELD_INTEGRATORS,
     DensityFrame,
@@ -51,11 +54,14 @@ __all__ = [
     "SolverState",
     "critical_diffusion",
     "critical_noise",
+    "density_moment",
+    "density_order_parameter",
     "dissipation",
     "energy",
     "fastest_mode",
     "free_energy",
     "growth_rate",
+    "incoherent_order",
     "initial_density",
     "make_density",
     "quantile_angles",

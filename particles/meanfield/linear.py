@@ -105,3 +105,42 @@ def fastest_mode(beta: float, model: str = "usa", D: float = 0.0, kmax: int = 40
     """
     ks = np.arange(1, kmax + 1)
     return int(ks[np.argmax(growth_rate(ks, beta, model, D))])
+
+
+def incoherent_order(n, beta: float, model: str = "usa", D: float = 0.0,
+                     coupling: float = 1.0) -> np.ndarray:
+    """Mean order parameter ``E r`` of ``n`` noisy tokens in the incoherent state.
+
+    Above the threshold (``D > D_c``, :func:`critical_diffusion`) the uniform
+    state is stable and ``z = (1/n) sum_j e^{i theta_j}`` fluctuates about 0: to
+    linear order it is a complex Ornstein-Uhlenbeck process, relaxing at rate
+    ``D - D_c`` and driven by the tokens' noise (intensity ``2 D / n``), so
+    ``E |z|^2 = D / (n (D - D_c))`` and ``r = |z|`` is Rayleigh distributed with
+    ``E r = sqrt(pi D / (4 n (D - D_c)))``: ``sqrt(pi / (4 n))`` (independent
+    uniform angles) for ``D >> D_c``, enhanced near the threshold (the linear
+    theory holds while that is still ``<< 1``; it diverges at ``D_c``).
+
+    Parameters
+    ----------
+    n : int or array_like
+        Number of tokens ``>= 1`` (broadcast against ``D``).
+    beta, model, coupling
+        As for :func:`growth_rate`.
+    D : float or array_like
+        Diffusion coefficient (``sigma^2 / 2``).
+
+    Returns
+    -------
+    ndarray of float
+        ``E r``; ``inf`` where ``D <= D_c`` (no incoherent steady state).
+    """
+    Dc = critical_diffusion(beta, model, coupling)
+    n = np.asarray(n, dtype=float)
+    D = np.asarray(D, dtype=float)
+    if not np.all(np.isfinite(n)) or np.any(n < 1):
+        raise ValueError(f"n must be >= 1, got {n!r}")
+    if np.any(np.isnan(D)) or np.any(D < 0):
+        raise ValueError(f"D must be >= 0, got {D!r}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        excess = np.where(np.isinf(D), 1.0, D / np.where(D > Dc, D - Dc, np.nan))
+        return np.where(D > Dc, np.sqrt(np.pi * excess / (4.0 * n)), np.inf)

@@ -82,7 +82,9 @@ from particles.integrators.tableaux import DOPRI5
 from particles.meanfield.energy import dissipation, energy
 from particles.meanfield.initial import grid, make_density, parse_init
 from particles.meanfield.linear import MEANFIELD_MODELS
+from particles.meanfield.moments import density_order_parameter
 from particles.meanfield.spectral import USA_MAX_BETA, USA_SCALES, multipliers
+from particles.observables.order import OrderParameter
 
 #: time integrators of the solver (name -> description).
 MEANFIELD_INTEGRATORS = {
@@ -346,6 +348,8 @@ class DensityResult:
         Totals at the end (including those before a resume point).
     final : SolverState
         The state at ``T``.
+    order_parameter : OrderParameter
+        (property) ``r`` and ``psi`` of every frame, shape (F,).
     """
 
     config: MeanFieldConfig
@@ -359,6 +363,12 @@ class DensityResult:
     steps: int
     rejected: int
     final: SolverState | None = field(default=None, repr=False)
+
+    @property
+    def order_parameter(self) -> OrderParameter:
+        """``r e^{i psi}`` of every frame, shape (F,)
+        (:func:`particles.meanfield.moments.density_order_parameter`)."""
+        return density_order_parameter(self.rho)
 
 
 def initial_density(config: MeanFieldConfig) -> np.ndarray:
