@@ -48,9 +48,9 @@ from particles.models import MODELS, build_problem, collapse
 from particles.runs.estimate import Estimate, config_evaluation_seconds, estimate
 from particles.runs.initial import initial_tokens
 
-__all__ = ["PROBE_PAIRWISE_TOKENS", "PROBE_SECONDS", "PROBE_TOKENS", "SPEED_SECONDS",
-           "SPEED_TOKENS", "StepProbe", "machine_speed", "probe_steps", "probed_estimate",
-           "proxy_config"]
+__all__ = ["PROBE_PAIRWISE_TOKENS", "PROBE_SECONDS", "PROBE_TOKENS", "SPEED_LINEAR_TOKENS",
+           "SPEED_SECONDS", "SPEED_STEPS", "SPEED_TOKENS", "StepProbe", "machine_speed",
+           "probe_steps", "probed_estimate", "proxy_config"]
 
 #: wall time a probe may spend integrating (compiling aside), seconds.
 PROBE_SECONDS = 1.0
