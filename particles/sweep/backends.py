@@ -145,7 +145,7 @@ class LocalBackend:
 
 def make_backend(*, scheduler: str | None = None, scheduler_file: str | os.PathLike | None = None,
                  client: Any = None, workers: int | None = None,
-                 processes: int | None = 1) -> Backend:
+                 processes: int | None = 1, timeout: float | None = None) -> Backend:
     """The backend of a sweep (see the module docstring).
 
     Parameters
@@ -161,6 +161,10 @@ def make_backend(*, scheduler: str | None = None, scheduler_file: str | os.PathL
     processes : int or None
         Worker processes of the local backend: 1 (the default) runs the tasks
         in this process, None decides per sweep (:class:`LocalBackend`).
+    timeout : float, optional
+        Seconds the Dask backend waits for the scheduler to answer (default
+        :data:`particles.sweep.dask.DEFAULT_TIMEOUT`; a scheduler still
+        starting up is retried until then).
 
     Returns
     -------
@@ -192,5 +196,6 @@ def make_backend(*, scheduler: str | None = None, scheduler_file: str | os.PathL
     except ModuleNotFoundError as exc:
         raise SweepError(f"a Dask scheduler was given but {exc.name} is not available "
                          "(pip install 'dask[distributed]')") from None
+    wait = {} if timeout is None else {"timeout": timeout}
     return dask_backend.DaskBackend(address=address, scheduler_file=scheduler_file,
-                                    client=client)
+                                    client=client, **wait)

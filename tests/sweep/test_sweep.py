@@ -177,11 +177,12 @@ def test_make_backend_is_local_without_a_scheduler(monkeypatch):
 
 
 def test_a_scheduler_that_cannot_be_used_is_one_line(tmp_path, monkeypatch):
-    with pytest.raises(ValueError):  # SweepError: no dask, or no scheduler there
-        make_backend(scheduler="tcp://127.0.0.1:9")
+    # a refused connection is retried until the timeout (a scheduler may be starting)
+    with pytest.raises(ValueError, match=r"within 0\.5 s"):  # SweepError: no scheduler there
+        make_backend(scheduler="tcp://127.0.0.1:9", timeout=0.5)
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:9")
-    with pytest.raises(ValueError):
-        make_backend()
+    with pytest.raises(ValueError, match=r"within 0\.5 s"):
+        make_backend(timeout=0.5)
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS")
     out = tmp_path / "s.h5"
     result = invoke("sweep", *ARGS, "--out", out, "--scheduler", "tcp://127.0.0.1:9")
