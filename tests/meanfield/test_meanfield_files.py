@@ -53,9 +53,9 @@ ARGS = ("--beta", 2, "--D", 0.02, "--modes", 64, "--T", 3, "--save-every", 0.25,
 
 # a solve of a few seconds, for real processes stopped by a signal
 # long enough (about 4 s alone) that a signal sent at the first timed flush (1 s) stops it
-LONG = MeanFieldConfig(model="usa", beta=2.0, D=0.02, modes=512, T=120.0, save_every=0.25,
+LONG = MeanFieldConfig(model="usa", beta=2.0, D=0.02, modes=512, T=40.0, save_every=0.25,
                        init="perturbed", seed=1)
-LONG_ARGS = ("--beta", 2, "--D", 0.02, "--modes", 512, "--T", 120, "--save-every", 0.25,
+LONG_ARGS = ("--beta", 2, "--D", 0.02, "--modes", 512, "--T", 40, "--save-every", 0.25,
              "--init", "perturbed", "--seed", 1)
 
 
