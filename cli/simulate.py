@@ -143,7 +143,6 @@ def check_estimate(
                 else "timing the drift on this machine")
         click.echo(f"{what} (compiles the kernels once) ...", err=True)
         est = probed_estimate(config, x0=x0)
-    if dry_run:
         click.echo(f"{out} (dry run: nothing written)")
         click.echo("\n".join(est.lines()))
     if check:

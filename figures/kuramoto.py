@@ -39,6 +39,7 @@ from matplotlib.figure import Figure
 
 from particles.errors import StepSizeWarning
 from particles.gallery import figure_command
+from particles.observables import order_parameter_from_positions
 from particles.plotting.sweep import kuramoto_lorentzian_r
 from particles.runs.compare import compare_models
 from particles.sweep import LocalBackend, SweepSpec, load, run_sweep
@@ -71,10 +72,10 @@ def compare(n: int, T: float, seed: int):
     out = {}
     for model, traj in result.trajectories.items():
         X = traj.positions
-        theta, mean = np.arctan2(X[..., 1], X[..., 0]), X.mean(axis=1)
+        theta, order = np.arctan2(X[..., 1], X[..., 0]), order_parameter_from_positions(X)
         if model == "kuramoto":
-            theta = np.angle(np.exp(1j * (theta - np.arctan2(mean[:, 1:], mean[:, :1]))))
-        out[model] = (traj.times, theta, np.hypot(*mean.T))
+            theta = np.angle(np.exp(1j * (theta - order.psi[:, None])))
+        out[model] = (traj.times, theta, order.r)
     return out
 
 

@@ -26,6 +26,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from particles import simulate
+from particles.analysis import first_crossing
 from particles.gallery import figure_command
 from particles.meanfield import MeanFieldConfig, solve
 from particles.meanfield.linear import critical_noise, growth_rate, incoherent_order
@@ -36,7 +37,7 @@ SIGMA_C = critical_noise(BETA, MODEL)
 
 def rate(q, k: int = 1) -> np.ndarray:
     """lambda_k at sigma = q sigma_c (linear theory), the shape of q."""
-    return np.array([growth_rate(k, BETA, MODEL, D=(x * SIGMA_C) ** 2 / 2) for x in np.ravel(q)])
+    return growth_rate(k, BETA, MODEL, D=(np.asarray(q) * SIGMA_C) ** 2 / 2)
 
 
 def particle_levels(qs, n, systems, Ts, dt, window, seed) -> list:
@@ -57,7 +58,7 @@ def pde_levels(qs, modes: int):
     steady, slopes = [], []
     for q in qs:
         common = dict(model=MODEL, beta=BETA, D=(q * SIGMA_C) ** 2 / 2, modes=modes, rtol=1e-6)
-        lam = rate(q)[0]
+        lam = float(rate(q))
         T = float(min(400.0, 20.0 + (4.0 if lam > 0 else 12.0) / max(abs(lam), 1e-2)))
         res = solve(MeanFieldConfig(T=T, init="vonmises:kappa=10", **common))
         steady.append(res.order_parameter.r[-1])
@@ -65,12 +66,6 @@ def pde_levels(qs, modes: int):
         keep = res.order_parameter.r < 10 * res.order_parameter.r[0]  # the linear regime
         slopes.append(np.polyfit(res.times[keep], np.log(res.order_parameter.r[keep]), 1)[0])
     return np.array(steady), np.array(slopes)
-
-
-def crossing(q, y, level) -> float:
-    """First q where y falls below ``level`` (linear interpolation; nan if never)."""
-    j = int(np.argmax(y < level))
-    return float(np.interp(level, y[j - 1:j + 1][::-1], q[j - 1:j + 1][::-1])) if j else np.nan
 
 
 def make_figure(qs, ns, levels, pq, pde_r, pde_rate, title) -> Figure:
@@ -133,15 +128,16 @@ def main(argv=None) -> int:
     for n, lev in zip(ns, levels, strict=True):
         med = np.array([np.median(x) for x in lev])
         near = (qs > 1) & (med < 1.5 * incoherent_order(n, BETA, MODEL, D=(qs * SIGMA_C) ** 2 / 2))
+        below = first_crossing(qs, med, 0.25, rising=False)
         print(f"n = {n}: median r at sigma/sigma_c = " + ", ".join(
             f"{q:g}: {m:.3g}" for q, m in zip(qs, med, strict=True) if q in qs[[0, -1]]
-            or 0.9 <= q <= 1.1) + f"; r < 0.25 from {crossing(qs, med, 0.25):.3f}; "
+            or 0.9 <= q <= 1.1) + f"; r < 0.25 from {below:.3f}; "
             f"at most 1.5x the incoherent theory from {qs[near][0] if near.any() else np.nan:g}")
+    below = [first_crossing(pq, pde_r, level, rising=False) for level in (0.25, 1e-3)]
     print("PDE: r at sigma/sigma_c = " + ", ".join(
         f"{q:g}: {r:.3g}" for q, r in zip(pq, pde_r, strict=True) if q in pq[[0, -1]]
-        or 0.95 <= q <= 1.05) + f"; r < 0.25 from {crossing(pq, pde_r, 0.25):.3f}, r < 1e-3 "
-        f"from {crossing(pq, pde_r, 1e-3):.3f}; mode-1 rate error "
-        f"{np.max(np.abs(pde_rate - rate(pq))):.1e}")
+        or 0.95 <= q <= 1.05) + f"; r < 0.25 from {below[0]:.3f}, r < 1e-3 from "
+        f"{below[1]:.3f}; mode-1 rate error {np.max(np.abs(pde_rate - rate(pq))):.1e}")
     title = (f"Noise: the diffusion threshold on the circle, {MODEL.upper()}, d = 2, β = {BETA:g}, "
              rf"$\sigma_c = \sqrt{{2 I_1(\beta)/\beta}}$ = {SIGMA_C:.3f}, seed {args.seed}" "\n"
              f"particles: n = {', '.join(map(str, ns))} ({', '.join(map(str, systems))} uniform "

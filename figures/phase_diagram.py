@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from particles.analysis import first_crossing
 from particles.gallery import figure_command
 from particles.plotting.sweep import frontier_time, plot_phase_diagram
 from particles.sweep import LocalBackend, SweepSpec, load, run_sweep
@@ -58,14 +59,8 @@ def sweep(betas, runs: int, seed: int, **base):
 def half_time(ds) -> np.ndarray:
     """Per beta: when half of the pairs are clustered, interpolated linearly between the
     saved frames (nan: never by T)."""
-    frac = np.asarray(ds["pair_fraction"].isel(delta=0).transpose("beta", "time").values)
-    t = np.asarray(ds["time"].values)
-    out = np.full(frac.shape[0], np.nan)
-    for b, f in enumerate(frac):
-        k = int(np.argmax(f >= 0.5))
-        if f[k] >= 0.5 and k > 0:
-            out[b] = t[k - 1] + (0.5 - f[k - 1]) / (f[k] - f[k - 1]) * (t[k] - t[k - 1])
-    return out
+    frac = ds["pair_fraction"].isel(delta=0).transpose("beta", "time").values
+    return first_crossing(ds["time"].values, frac, 0.5)
 
 
 def theory_ratio(ds) -> float:

@@ -24,6 +24,7 @@ from particles.analysis.clusters import (
     single_linkage_labels,
 )
 from particles.analysis.components import DEFAULT_EPS, component_labels, count_clusters
+from particles.analysis.crossings import first_crossing
 from particles.analysis.histograms import InnerProductHistogram, pair_histogram
 from particles.analysis.merges import (
     MergeAnalysis,
@@ -72,6 +73,7 @@ __all__ = [
     "count_clusters",
     "find_plateaus",
     "find_timescales",
+    "first_crossing",
     "fourier_coefficients",
     "fourier_modes",
     "mass_counts",

@@ -30,12 +30,12 @@ from scipy import special
 MEANFIELD_MODELS = ("usa", "sa", "kuramoto")
 
 
-def _check(model: str, beta: float, D: float) -> None:
+def _check(model: str, beta: float, D) -> None:
     if model not in MEANFIELD_MODELS:
         raise ValueError(f"model must be one of {', '.join(MEANFIELD_MODELS)}, got {model!r}")
     if not np.isfinite(beta) or beta < 0:
         raise ValueError(f"beta must be finite and >= 0, got {beta!r}")
-    if not np.isfinite(D) or D < 0:
+    if not np.all(np.isfinite(D)) or np.any(np.asarray(D) < 0):
         raise ValueError(f"D must be finite and >= 0, got {D!r}")
 
 
@@ -51,7 +51,7 @@ def _attention_rate(k: np.ndarray, beta: float, model: str) -> np.ndarray:
     return k**2 * special.ive(k, beta) / (beta * special.ive(0, beta))
 
 
-def growth_rate(k, beta: float, model: str = "usa", D: float = 0.0,
+def growth_rate(k, beta: float, model: str = "usa", D=0.0,
                 coupling: float = 1.0) -> np.ndarray:
     """Growth rate ``lambda_k`` of Fourier mode ``k`` around the uniform density.
 
@@ -62,17 +62,19 @@ def growth_rate(k, beta: float, model: str = "usa", D: float = 0.0,
     beta : float
         Inverse temperature (ignored for Kuramoto).
     model : {"usa", "sa", "kuramoto"}
-    D : float
-        Diffusion coefficient (``sigma^2 / 2`` for particle noise ``sigma``).
+    D : float or array_like
+        Diffusion coefficient (``sigma^2 / 2`` for particle noise ``sigma``),
+        broadcast against ``k``.
     coupling : float
         Kuramoto coupling ``c`` (ignored for SA and USA).
 
     Returns
     -------
-    ndarray of float, the shape of ``k``
+    ndarray of float, the broadcast shape of ``k`` and ``D``
         ``lambda_k`` (positive: the mode grows).
     """
-    _check(model, float(beta), float(D))
+    D = np.asarray(D, dtype=float)
+    _check(model, float(beta), D)
     k = np.asarray(k)
     if not np.issubdtype(k.dtype, np.integer):
         raise ValueError("k must be integer mode numbers")
@@ -141,6 +143,7 @@ def incoherent_order(n, beta: float, model: str = "usa", D: float = 0.0,
         raise ValueError(f"n must be >= 1, got {n!r}")
     if np.any(np.isnan(D)) or np.any(D < 0):
         raise ValueError(f"D must be >= 0, got {D!r}")
+    # D / (D - D_c) as 1 / (1 - D_c / D): 1 at D = inf
     with np.errstate(divide="ignore", invalid="ignore"):
-        excess = np.where(np.isinf(D), 1.0, D / np.where(D > Dc, D - Dc, np.nan))
-        return np.where(D > Dc, np.sqrt(np.pi * excess / (4.0 * n)), np.inf)
+        enhancement = np.where(D > Dc, 1.0 / (1.0 - Dc / D), np.inf)
+    return np.sqrt(np.pi * enhancement / (4.0 * n))

@@ -273,8 +273,7 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
     if sinkhorn:
         basis += f"; Sinkhorn at its cap of {config.sinkhorn_iters} iterations"
     times = PY_FLOAT * len(config.save_times or ()) + 8 * frames
-    evaluation = config_evaluation_seconds(config)
-    evaluation *= work * (speed or 1.0)
+    evaluation = config_evaluation_seconds(config) * work * (speed or 1.0)
     if config.collapses() and config.T > 0 and work == 1.0:
         note = "not counted: coincident tokens collapse once clusters form (then faster)"
         basis = f"{basis}; {note}" if basis else note

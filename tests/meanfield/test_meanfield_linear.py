@@ -53,6 +53,16 @@ def test_threshold_and_fastest_mode():
     assert fastest_mode(3.0, "kuramoto") == 1
 
 
+def test_diffusion_broadcasts_against_the_modes():
+    D = np.array([0.0, 0.1, 0.5])
+    rates = growth_rate(np.arange(1, 5)[:, None], 2.0, "sa", D=D)
+    assert rates.shape == (4, 3)
+    for j, d in enumerate(D):
+        assert np.array_equal(rates[:, j], growth_rate(np.arange(1, 5), 2.0, "sa", D=float(d)))
+    with pytest.raises(ValueError, match="D must be"):
+        growth_rate(1, 1.0, "usa", D=[0.1, np.nan])
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="model must be one of"):
         growth_rate(1, 1.0, "softmax")
