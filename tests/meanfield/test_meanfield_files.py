@@ -51,11 +51,12 @@ CONFIG = MeanFieldConfig(model="usa", beta=2.0, D=0.02, modes=64, T=3.0, save_ev
 ARGS = ("--beta", 2, "--D", 0.02, "--modes", 64, "--T", 3, "--save-every", 0.25,
         "--init", "modes:k=2,eps=0.05", "--seed", 3)
 
-# a solve of a few seconds, for real processes stopped by a signal
-# long enough (about 4 s alone) that a signal sent at the first timed flush (1 s) stops it
-LONG = MeanFieldConfig(model="usa", beta=2.0, D=0.02, modes=512, T=40.0, save_every=0.25,
+# a solve of a few seconds, for real processes stopped by a signal: about 3.5 s
+# alone, so a signal sent when the first timed flush (1 s) promotes the file lands
+# with seconds to spare (T = 40 left under a second, and a warm run once missed it)
+LONG = MeanFieldConfig(model="usa", beta=2.0, D=0.02, modes=512, T=60.0, save_every=0.25,
                        init="perturbed", seed=1)
-LONG_ARGS = ("--beta", 2, "--D", 0.02, "--modes", 512, "--T", 40, "--save-every", 0.25,
+LONG_ARGS = ("--beta", 2, "--D", 0.02, "--modes", 512, "--T", 60, "--save-every", 0.25,
              "--init", "perturbed", "--seed", 1)
 
 
