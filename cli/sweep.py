@@ -90,11 +90,15 @@ class SweepGroup(click.Group):
               "or DASK_SCHEDULER_ADDRESS).")
 @click.option("--scheduler-file", type=click.Path(path_type=Path),
               help="Dask scheduler file (dask scheduler --scheduler-file).")
+@click.option("--scheduler-timeout", type=float, metavar="SECONDS",
+              help="Seconds to wait for the Dask scheduler to answer, retrying one still "
+              "starting up (default 5).")
 @click.pass_context
 def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | None,
           config_file: Path | None, out: Path, overwrite: bool, resume: bool, dry_run: bool,
           no_size_check: bool, keep_positions: bool, chunk: int | None, processes: int | None,
-          scheduler: str | None, scheduler_file: Path | None, **options: str | None) -> None:
+          scheduler: str | None, scheduler_file: Path | None, scheduler_timeout: float | None,
+          **options: str | None) -> None:
     """Run ensembles over a grid of parameters into one sweep file.
 
     Every simulate option takes a value, a list A,B,C or an inclusive range
@@ -148,6 +152,12 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
     if processes is not None and (scheduler or scheduler_file):
         raise click.BadParameter("local worker processes and a Dask scheduler exclude each "
                                  "other", param_hint="'--processes'")
+    if scheduler_timeout is not None and not 0 < scheduler_timeout < float("inf"):
+        raise click.BadParameter(f"must be a positive number of seconds, got "
+                                 f"{scheduler_timeout}", param_hint="'--scheduler-timeout'")
+    if scheduler_timeout is not None and processes is not None:
+        raise click.BadParameter("is for a Dask scheduler, not local worker processes",
+                                 param_hint="'--scheduler-timeout'")
     if dry_run:
         _dry_run(spec, out, chunk, resume)
     if spec is not None and not no_size_check:  # before any work (a dry run: after it)
@@ -161,7 +171,7 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
     if dry_run:
         return
     run_it(spec, out, overwrite=overwrite, resume=resume, chunk=chunk, processes=processes,
-           scheduler=scheduler, scheduler_file=scheduler_file)
+           scheduler=scheduler, scheduler_file=scheduler_file, timeout=scheduler_timeout)
 
 
 def _floats(option: str, text: str) -> list[float]:
@@ -214,7 +224,8 @@ def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
 
 
 def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
-           processes: int | None, scheduler: str | None, scheduler_file: Path | None) -> None:
+           processes: int | None, scheduler: str | None, scheduler_file: Path | None,
+           timeout: float | None = None) -> None:
     """Run the sweep and report (one line per outcome; exit 128 + signal on a stop)."""
     from particles_cli.session import run_session
 
@@ -225,7 +236,8 @@ def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
     try:
         backend = make_backend(
             scheduler=scheduler, processes=processes,  # None: picked per sweep
-            scheduler_file=None if scheduler_file is None else str(scheduler_file))
+            scheduler_file=None if scheduler_file is None else str(scheduler_file),
+            timeout=timeout)
     except (SweepError, ValueError, OSError, TimeoutError) as exc:  # e.g. no scheduler there
         _fail(exc)
 

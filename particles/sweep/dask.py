@@ -232,8 +232,8 @@ class DaskBackend:
         if len(given) > 1:
             raise SweepError(f"give one of address, scheduler_file and client, not "
                              f"{' and '.join(given)}")
-        if not timeout > 0:
-            raise SweepError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if not 0 < timeout < float("inf"):
+            raise SweepError(f"timeout must be > 0 seconds and finite, got {timeout!r}")
         if int(threads_per_task) != threads_per_task or threads_per_task < 1:
             raise SweepError(f"threads_per_task must be an integer >= 1, got {threads_per_task!r}")
         if int(retries) != retries or retries < 0:

@@ -185,9 +185,19 @@ def test_a_scheduler_that_cannot_be_used_is_one_line(tmp_path, monkeypatch):
         make_backend(timeout=0.5)
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS")
     out = tmp_path / "s.h5"
-    result = invoke("sweep", *ARGS, "--out", out, "--scheduler", "tcp://127.0.0.1:9")
+    result = invoke("sweep", *ARGS, "--out", out, "--scheduler", "tcp://127.0.0.1:9",
+                    "--scheduler-timeout", 0.5)
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "within 0.5 s" in result.output
     assert not out.exists()
+    # the default wait, as the help states it
+    from particles.sweep.dask import DEFAULT_TIMEOUT
+
+    assert f"(default {DEFAULT_TIMEOUT:g})" in " ".join(invoke("sweep", "--help").output.split())
+    result = invoke("sweep", *ARGS, "--out", out, "--processes", 2, "--scheduler-timeout", 1)
+    assert result.exit_code == 2 and "not local worker processes" in result.output
+    result = invoke("sweep", *ARGS, "--out", out, "--scheduler-timeout", 0)
+    assert result.exit_code == 2 and "must be a positive number of seconds" in result.output
 
 
 # ------------------------------------------------------------ compiled statistics
