@@ -13,10 +13,20 @@ Only two processes compile from an empty cache (a minute or two each on one
 core): the cold run and the one-thread run, which compiles at Numba's default
 optimisation level (a production run's) where the others compile at the
 suite's level 1.  The others start from a copy of the cold run's cache.
+
+The two compile from scratch once per version of the sources: the cold run's
+results and both filled caches are kept in pytest's cache
+(``.pytest_cache/d/cache-runs/KEY``), keyed by the package's and this
+module's sources, Python, NumPy, Numba and llvmlite versions and the CPU.
+A later session with the same key starts from copies of them: its warm,
+corrupted and CLI processes are compared with the kept cold results, and the
+one-thread process runs what it compiled at level 3 before.  A clean clone,
+a changed source or ``pytest --cache-clear`` compiles from scratch again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -81,12 +91,55 @@ def _assert_same(a: dict[str, np.ndarray], b: dict[str, np.ndarray], what: str) 
     assert not differ, f"{what}: not bit-identical: {differ}"
 
 
+def _key() -> str:
+    """What the cold and one-thread processes' results and caches depend on."""
+    import llvmlite
+    import llvmlite.binding as ll
+    import numba
+
+    h = hashlib.sha256()
+    for path in sorted([*(ROOT / "particles").rglob("*.py"), DRIVER, Path(__file__)]):
+        h.update(str(path.relative_to(ROOT)).encode())
+        h.update(path.read_bytes())
+    h.update(repr((sys.version, np.__version__, numba.__version__, llvmlite.__version__,
+                   ll.get_host_cpu_name(), ll.get_host_cpu_features().flatten())).encode())
+    return h.hexdigest()[:20]
+
+
 @pytest.fixture(scope="module")
-def cold(tmp_path_factory):
-    """One process with an empty cache: (results, cache directory)."""
+def kept(request) -> Path | None:
+    """Where this version's cold run is kept (None without pytest's cache)."""
+    cache = getattr(request.config, "cache", None)  # None: -p no:cacheprovider
+    return None if cache is None else cache.mkdir("cache-runs") / _key()
+
+
+def _keep(kept: Path | None, name: str, source: Path) -> None:
+    """Copy ``source`` (a file or a directory) to ``kept / name``, atomically;
+    the runs of other keys go."""
+    if kept is None or (kept / name).exists():
+        return
+    for other in kept.parent.iterdir():
+        if other.name != kept.name and not other.name.startswith("."):
+            shutil.rmtree(other, ignore_errors=True)
+    kept.mkdir(exist_ok=True)
+    part = kept / f".{name}.{os.getpid()}"
+    (shutil.copytree if source.is_dir() else shutil.copyfile)(source, part)
+    os.replace(part, kept / name)
+
+
+@pytest.fixture(scope="module")
+def cold(tmp_path_factory, kept):
+    """One process with an empty cache, or this version's kept one: (results, a
+    copy of the cache it filled)."""
     tmp = tmp_path_factory.mktemp("cache")
     cache = tmp / "numba"
+    if kept is not None and (kept / "cold.npz").exists() and (kept / "numba").is_dir():
+        shutil.copytree(kept / "numba", cache)
+        with np.load(kept / "cold.npz") as data:
+            return {k: data[k] for k in data.files}, cache
     results, _ = _drive(tmp / "cold.npz", _env(cache))
+    _keep(kept, "numba", cache)  # before any test adds entries
+    _keep(kept, "cold.npz", tmp / "cold.npz")
     return results, cache
 
 
@@ -116,13 +169,19 @@ def test_warm_cache_compiles_nothing_and_gives_the_same_bits(cold, tmp_path):
     assert "Warning" not in err, err
 
 
-def test_one_thread_and_its_own_cache_give_the_same_bits(cold, tmp_path):
-    # one thread: the rows layout becomes serial; an empty cache of its own
+def test_one_thread_and_its_own_cache_give_the_same_bits(cold, kept, tmp_path):
+    # one thread: the rows layout becomes serial; a cache of its own, empty (or
+    # what this process compiled in an earlier session of these sources)
     results, _ = cold
     # and compiled at Numba's default optimisation level, a production run's,
     # where every other process of the suite compiles at level 1: the same bits
-    one, _ = _drive(tmp_path / "one.npz", _env(tmp_path / "numba1", threads=1, opt="3"),
-                    ONE_THREAD)
+    own = tmp_path / "numba1"
+    earlier = kept is not None and (kept / "numba1").is_dir()
+    if earlier:
+        shutil.copytree(kept / "numba1", own)
+    one, _ = _drive(tmp_path / "one.npz", _env(own, threads=1, opt="3"), ONE_THREAD)
+    assert (int(one["compiles"]) == 0) == earlier
+    _keep(kept, "numba1", own)
     assert sorted({k.split("/")[0] for k in one if k != "compiles"}) == sorted(ONE_THREAD)
     assert str(one["sa_dopri5_rows/layout"]) == "serial"
     assert str(one["usa_rk4_batch/layout"]) == "serial"  # systems in turn, no parallel region
