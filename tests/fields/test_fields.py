@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from particles._numba import jit
 from particles.config import SimulationConfig
 from particles.fields import BLAS_MIN_D
 from particles.fields.attention import attention_reference
@@ -197,7 +198,8 @@ def test_tiling_does_not_change_the_bits(d, weights):
     from particles._numba import specialize
     from particles.fields import attention
 
-    tiled = specialize(attention._attention_direct, "probe_tiled", TILE=7)
+    # cached, as every entry point a test calls from Python
+    tiled = specialize(attention._attention_direct, "probe_tiled", cache=True, TILE=7)
     rng = np.random.default_rng(11)
     for n in (1, 7, 32, 33, attention.TILE):
         for beta, flat in ((3.0, False), (300.0, True)):
@@ -223,6 +225,13 @@ def test_tile_lanes_pad_three_or_more_rows_left_over():
     assert tile_lanes(31) == 32  # the compiled twin
 
 
+@jit
+def _no_padding(T):
+    """A tile's lanes without padding: its rows (compiled into a cached kernel,
+    whose entry Numba keys by attention.py only: a change here needs a new key)."""
+    return T
+
+
 @pytest.mark.parametrize("d", [2, 3, 4])
 @pytest.mark.parametrize("weights", [False, True])
 def test_padded_tiles_give_the_unpadded_bits(d, weights):
@@ -231,22 +240,19 @@ def test_padded_tiles_give_the_unpadded_bits(d, weights):
     padded to 16 with a partial last tile) equal the same kernels that never
     pad, bit for bit, for 1 to 7 rows left over, on the sphere and
     off it at large beta (rows that fall back to their exact maximum)."""
-    from particles._numba import jit, specialize
+    from particles._numba import specialize
     from particles.fields import attention
-
-    @jit
-    def no_padding(T):
-        return T
 
     # (tiling itself does not change the bits, test_tiling_does_not_change_the_bits:
     # both padded kernels are held against one unpadded kernel)
     # compiled for this d only (its tile and set-up), as the package's kernels are
     dim = d if d in attention._TILES else 0
     parts = dict(TILE=12, _tile=attention._TILES[dim], _setup_identity_T=attention._SETUPS[dim])
-    plain = specialize(attention._attention_direct, f"probe_nopad_d{dim}",
-                       tile_lanes=no_padding, **parts)
+    plain = specialize(attention._attention_direct, f"probe_nopad_d{dim}", cache=True,
+                       tile_lanes=_no_padding, **parts)
     padded = (attention.direct_kernels(d)[0],
-              specialize(attention._attention_direct, f"probe_pad_d{dim}", **parts))
+              specialize(attention._attention_direct, f"probe_pad_d{dim}", cache=True,
+                         **parts))
     rng = np.random.default_rng(13)
     for n in (3, 11, 15, 18, 20, 22, 31, 37, 63, 100, 129):
         for beta, flat in ((3.0, False), (300.0, True)):
