@@ -9,6 +9,7 @@ import click
 from particles_cli.options import CONFIG_OPTIONS, default_text
 
 from particles.config import SimulationConfig
+from particles.sweep.backends import DEFAULT_TIMEOUT, check_timeout
 from particles.sweep.grid import FIXED_ONLY, NOT_SWEPT, field_kind
 
 _FIELDS = [f.name for f in dataclasses.fields(SimulationConfig) if f.name not in NOT_SWEPT]
@@ -92,7 +93,7 @@ class SweepGroup(click.Group):
               help="Dask scheduler file (dask scheduler --scheduler-file).")
 @click.option("--scheduler-timeout", type=float, metavar="SECONDS",
               help="Seconds to wait for the Dask scheduler to answer, retrying one still "
-              "starting up (default 5).")
+              f"starting up (default {DEFAULT_TIMEOUT:g}).")
 @click.pass_context
 def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | None,
           config_file: Path | None, out: Path, overwrite: bool, resume: bool, dry_run: bool,
@@ -152,12 +153,11 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
     if processes is not None and (scheduler or scheduler_file):
         raise click.BadParameter("local worker processes and a Dask scheduler exclude each "
                                  "other", param_hint="'--processes'")
-    if scheduler_timeout is not None and not 0 < scheduler_timeout < float("inf"):
-        raise click.BadParameter(f"must be a positive number of seconds, got "
-                                 f"{scheduler_timeout}", param_hint="'--scheduler-timeout'")
-    if scheduler_timeout is not None and processes is not None:
-        raise click.BadParameter("is for a Dask scheduler, not local worker processes",
-                                 param_hint="'--scheduler-timeout'")
+    if scheduler_timeout is not None:  # before any work, a dry run's too
+        try:
+            check_timeout(scheduler_timeout)
+        except SweepError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--scheduler-timeout'") from None
     if dry_run:
         _dry_run(spec, out, chunk, resume)
     if spec is not None and not no_size_check:  # before any work (a dry run: after it)

@@ -22,11 +22,29 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["PROCESS_MIN_SECONDS", "SCHEDULER_VARIABLE", "Backend", "LocalBackend", "local_cores",
-           "make_backend"]
+__all__ = ["DEFAULT_TIMEOUT", "PROCESS_MIN_SECONDS", "SCHEDULER_VARIABLE", "Backend",
+           "LocalBackend", "check_timeout", "local_cores", "make_backend"]
 
 #: environment variable naming a Dask scheduler (as Dask itself reads it).
 SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
+
+#: seconds a Dask backend waits for its scheduler to answer, unless told.
+DEFAULT_TIMEOUT = 5.0
+
+
+def check_timeout(timeout: float) -> float:
+    """``timeout`` in seconds as a float.
+
+    Raises
+    ------
+    SweepError
+        Not a finite number above 0 (one line).
+    """
+    from particles.errors import SweepError
+
+    if not 0 < timeout < float("inf"):
+        raise SweepError(f"timeout must be > 0 seconds and finite, got {timeout!r}")
+    return float(timeout)
 
 
 @runtime_checkable
@@ -163,8 +181,8 @@ def make_backend(*, scheduler: str | None = None, scheduler_file: str | os.PathL
         in this process, None decides per sweep (:class:`LocalBackend`).
     timeout : float, optional
         Seconds the Dask backend waits for the scheduler to answer (default
-        :data:`particles.sweep.dask.DEFAULT_TIMEOUT`; a scheduler still
-        starting up is retried until then).
+        :data:`DEFAULT_TIMEOUT`; a scheduler still starting up is retried
+        until then); refused when the tasks run locally.
 
     Returns
     -------
@@ -182,6 +200,9 @@ def make_backend(*, scheduler: str | None = None, scheduler_file: str | os.PathL
     if not given:
         address = os.environ.get(SCHEDULER_VARIABLE) or None
         if address is None:
+            if timeout is not None:
+                raise ValueError("a scheduler timeout is for a Dask scheduler, not local worker "
+                                 f"processes (give a scheduler, or set {SCHEDULER_VARIABLE})")
             return LocalBackend(workers, processes)
     if processes not in (None, 1):
         raise ValueError(f"processes={processes!r} is for the local backend, not a Dask "

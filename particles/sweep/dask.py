@@ -59,11 +59,9 @@ from typing import Any
 import distributed  # noqa: F401 - missing: make_backend says "pip install 'dask[distributed]'"
 
 from particles.errors import SweepError, WorkersLost
+from particles.sweep.backends import DEFAULT_TIMEOUT, check_timeout
 
 __all__ = ["DEFAULT_TIMEOUT", "DaskBackend", "TaskStat", "scheduler_address"]
-
-#: seconds to wait for the scheduler to answer before giving up.
-DEFAULT_TIMEOUT = 5.0
 
 #: environment variable naming the scheduler when no address is given (Dask's own).
 ADDRESS_VARIABLE = "DASK_SCHEDULER_ADDRESS"
@@ -232,8 +230,7 @@ class DaskBackend:
         if len(given) > 1:
             raise SweepError(f"give one of address, scheduler_file and client, not "
                              f"{' and '.join(given)}")
-        if not 0 < timeout < float("inf"):
-            raise SweepError(f"timeout must be > 0 seconds and finite, got {timeout!r}")
+        timeout = check_timeout(timeout)
         if int(threads_per_task) != threads_per_task or threads_per_task < 1:
             raise SweepError(f"threads_per_task must be an integer >= 1, got {threads_per_task!r}")
         if int(retries) != retries or retries < 0:

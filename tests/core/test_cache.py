@@ -108,19 +108,22 @@ def _key() -> str:
 
 @pytest.fixture(scope="module")
 def kept(request) -> Path | None:
-    """Where this version's cold run is kept (None without pytest's cache)."""
+    """Where this version's cold run is kept (None without pytest's cache); the
+    runs of other versions go."""
     cache = getattr(request.config, "cache", None)  # None: -p no:cacheprovider
-    return None if cache is None else cache.mkdir("cache-runs") / _key()
+    if cache is None:
+        return None
+    root, key = cache.mkdir("cache-runs"), _key()
+    for other in root.iterdir():
+        if other.name != key:
+            shutil.rmtree(other, ignore_errors=True)
+    return root / key
 
 
 def _keep(kept: Path | None, name: str, source: Path) -> None:
-    """Copy ``source`` (a file or a directory) to ``kept / name``, atomically;
-    the runs of other keys go."""
+    """Copy ``source`` (a file or a directory) to ``kept / name``, atomically."""
     if kept is None or (kept / name).exists():
         return
-    for other in kept.parent.iterdir():
-        if other.name != kept.name and not other.name.startswith("."):
-            shutil.rmtree(other, ignore_errors=True)
     kept.mkdir(exist_ok=True)
     part = kept / f".{name}.{os.getpid()}"
     (shutil.copytree if source.is_dir() else shutil.copyfile)(source, part)

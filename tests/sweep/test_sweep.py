@@ -191,13 +191,13 @@ def test_a_scheduler_that_cannot_be_used_is_one_line(tmp_path, monkeypatch):
     assert "within 0.5 s" in result.output
     assert not out.exists()
     # the default wait, as the help states it
-    from particles.sweep.dask import DEFAULT_TIMEOUT
+    from particles.sweep.backends import DEFAULT_TIMEOUT
 
     assert f"(default {DEFAULT_TIMEOUT:g})" in " ".join(invoke("sweep", "--help").output.split())
     result = invoke("sweep", *ARGS, "--out", out, "--processes", 2, "--scheduler-timeout", 1)
     assert result.exit_code == 2 and "not local worker processes" in result.output
     result = invoke("sweep", *ARGS, "--out", out, "--scheduler-timeout", 0)
-    assert result.exit_code == 2 and "must be a positive number of seconds" in result.output
+    assert result.exit_code == 2 and "timeout must be > 0 seconds" in result.output
 
 
 # ------------------------------------------------------------ compiled statistics

@@ -39,7 +39,7 @@ class LocalDask:
     """A scheduler and workers in subprocesses; :meth:`stop` kills every process group."""
 
     def __init__(self, root: Path, workers: int = 2, cold: int = 0) -> None:
-        self.cold = cold  # the first ``cold`` workers start with empty kernel caches
+        # the first ``cold`` workers start with empty kernel caches
         self.root = root
         self.file = root / "scheduler.json"
         self.procs: list[subprocess.Popen] = []
