@@ -536,6 +536,33 @@ def _warn_once(what: str, exc: BaseException) -> None:
                   "recompiling it (later ones silently)", CacheWarning, stacklevel=2)
 
 
+def _key_digest(key) -> str:
+    """16 hex digits naming the data file of an index key (signature, target,
+    code hashes: plain values whose ``repr`` is stable)."""
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _index_lock(index_path: str):
+    """An exclusive ``flock`` on ``<index>.lock`` where the file system has one
+    (elsewhere the update runs unlocked, as Numba's does)."""
+    try:
+        import fcntl
+
+        fd = os.open(index_path + ".lock", os.O_RDWR | os.O_CREAT, 0o666)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 _ROBUST_CACHE = None
 
 
@@ -572,7 +599,24 @@ def _robust_cache_class():
                                             self.get_suitable_cache_subpath(py_file))
 
     class CheckedFile(caching.IndexDataCacheFile):
-        """Data files carry a SHA-256 of their payload, checked on load."""
+        """Data files carry a SHA-256 of their payload, checked on load; the
+        index is updated under a lock and data files are named by their key.
+
+        Numba's own ``save`` reads the index, picks the first free number for
+        the data file and writes both back: two processes compiling the same
+        function at once (the workers of a test run, of a Dask cluster on one
+        file system) both took number 1, the last index written lost the other
+        entry, and the last data file written sat under the other's key.
+        """
+
+        def save(self, key, data):
+            name = f"{self._index_name.removesuffix('.nbi')}.{_key_digest(key)}.nbc"
+            self._save_data(name, data)  # first: an index entry never names a missing file
+            with _index_lock(self._index_path):
+                overloads = self._load_index()
+                if overloads.get(key) != name:
+                    overloads[key] = name
+                    self._save_index(overloads)
 
         def _save_data(self, name, data):
             payload = self._dump(data)

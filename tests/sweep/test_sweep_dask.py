@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,14 +37,20 @@ STARTUP = 120.0  # seconds a loaded machine may take to start the cluster
 
 
 class LocalDask:
-    """A scheduler and workers in subprocesses; :meth:`stop` kills every process group."""
+    """A scheduler and workers in subprocesses; :meth:`stop` kills every process group.
 
-    def __init__(self, root: Path, workers: int = 2, cold: int = 0) -> None:
-        # the first ``cold`` workers start with empty kernel caches
+    ``workers`` names the workers (a count: ``w0``, ``w1``, ...); ``caches``
+    maps a worker's name to a kernel cache of its own (``NUMBA_CACHE_DIR``),
+    the others use the suite's.
+    """
+
+    def __init__(self, root: Path, workers: int | tuple[str, ...] = 2,
+                 caches: dict[str, Path] | None = None) -> None:
         self.root = root
         self.file = root / "scheduler.json"
         self.procs: list[subprocess.Popen] = []
         self.log = open(root / "dask.log", "wb")
+        names = tuple(f"w{k}" for k in range(workers)) if isinstance(workers, int) else workers
         try:
             self._spawn("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                         "--scheduler-file", str(self.file))
@@ -52,13 +59,18 @@ class LocalDask:
                 assert time.monotonic() < deadline, self.tail()
                 assert self.procs[0].poll() is None, self.tail()
                 time.sleep(0.1)
-            for k in range(workers):
-                self.add_worker(f"w{k}", cold=k < cold)
-            with Client(scheduler_file=str(self.file), timeout=STARTUP) as client:
-                client.wait_for_workers(workers, timeout=STARTUP)
+            for name in names:
+                self.add_worker(name, cache=(caches or {}).get(name))
+            self.wait_for(len(names))
         except BaseException:
             self.stop()
             raise
+
+    def wait_for(self, workers: int) -> None:
+        """Return once ``workers`` workers are connected."""
+        with Client(scheduler_file=str(self.file), timeout=STARTUP,
+                    set_as_default=False) as client:
+            client.wait_for_workers(workers, timeout=STARTUP)
 
     def _spawn(self, *args: str, **env: str) -> subprocess.Popen:
         # the task functions below are pickled by reference: the cluster imports this module
@@ -71,13 +83,13 @@ class LocalDask:
         self.procs.append(proc)
         return proc
 
-    def add_worker(self, name: str, cold: bool = False) -> subprocess.Popen:
-        # cold: an empty kernel cache of its own, so the worker really compiles
-        # (once), which the tests measure; else the suite's cache
-        cache = dict(NUMBA_CACHE_DIR=str(self.root / name / "numba-cache")) if cold else {}
+    def add_worker(self, name: str, cache: Path | None = None) -> subprocess.Popen:
+        """Start worker ``name`` (a nanny and its worker process), with the kernel
+        cache ``cache`` when given, else the suite's."""
+        env = dict(NUMBA_CACHE_DIR=str(cache)) if cache is not None else {}
         return self._spawn("worker", "--scheduler-file", str(self.file), "--nthreads", "1",
                            "--host", "127.0.0.1", "--no-dashboard", "--name", name,
-                           "--local-directory", str(self.root / name), **cache)
+                           "--local-directory", str(self.root / name), **env)
 
     def pid(self, name: str) -> int:
         """The process id of the worker called ``name`` (not its nanny's)."""
@@ -104,10 +116,21 @@ class LocalDask:
 
 @pytest.fixture(scope="module")
 def dask_cluster(tmp_path_factory):
-    # one worker compiles from an empty cache, the other loads the suite's (that
-    # local_sweep fills): both must give the local sweep's bits
-    cluster = LocalDask(tmp_path_factory.mktemp("dask"), cold=1)
+    """Worker ``w0`` starts with an empty kernel cache of its own and compiles;
+    ``w1`` has a cache of its own that the fixture fills by running the module's
+    sweep on ``w1`` alone, and is then restarted: a fresh process whose cache
+    holds every kernel of the sweep, whatever other processes of the suite
+    compile meanwhile (with the suite's shared cache the test depended on which
+    process had filled which entries first, issue 38 item 2).  Both must give
+    the local sweep's bits."""
+    root = tmp_path_factory.mktemp("dask")
+    cluster = LocalDask(root, workers=("w1",), caches={"w1": root / "w1-cache"})
     try:
+        with DaskBackend(scheduler_file=cluster.file) as backend:
+            run_sweep(replace(SPEC, runs=150), root / "fill.h5", backend=backend, chunk=150)
+            backend.client.restart_workers(["w1"], timeout=STARTUP)
+        cluster.add_worker("w0", cache=root / "w0-cache")
+        cluster.wait_for(2)
         yield cluster
     finally:
         cluster.stop()
