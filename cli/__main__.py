@@ -27,6 +27,7 @@ def main() -> None:
         print("Interrupted: after the command had finished (its output is complete)",
               file=sys.stderr)
         status = 128 + signum
+    interrupts.leaving(status)
     sys.exit(status)
 
 

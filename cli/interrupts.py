@@ -15,9 +15,10 @@ standard library):
   tracebacks are silenced (:func:`quiet_unraisable`), and a watchdog thread,
   woken by every signal through :func:`signal.set_wakeup_fd` (whatever
   Python handler is installed at the time), ends the process with
-  ``os._exit(128 + signal)`` after one line when the interrupt was lost
-  (:data:`GRACE` seconds), or when the clean stop has not ended the process
-  within :data:`CLEAN_STOP` seconds.
+  ``os._exit(128 + signal)`` after one line when the interrupt was lost, or
+  when the main thread has not moved since the signal because it is inside
+  one long compiled call (:data:`GRACE` seconds), or when the clean
+  stop has not ended the process within :data:`CLEAN_STOP` seconds.
 
 Ending the process that way is as safe as a SIGKILL, which the writers are
 built for: a trajectory file on disk always holds complete, flushed frames
@@ -28,6 +29,7 @@ says what the output holds (:func:`describe_output`).
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import signal
@@ -155,6 +157,39 @@ def held() -> int | None:
     return _held[0] if _held else None
 
 
+_leaving: list[tuple[int, int]] = []
+
+
+def leaving(status: int) -> None:
+    """The process now exits with ``status``, having reported the signals held so far.
+
+    The interpreter's finalisation puts the default action back for every
+    signal with a Python handler, and a signal then killed the process with
+    no line (5 of 5 in the ~0.2 s after a summary, issue 38 item 4); the
+    teardown of the loaded modules takes that long.  So the last exit handler
+    (:func:`_last_at_exit`) reports a signal held since this call and ends the
+    process there, as :func:`exit_now` does: every other exit handler has run,
+    the commands have closed their files, and nothing is left to finish.
+    """
+    _leaving.append((status, len(_held)))
+
+
+def _last_at_exit() -> None:
+    if not _leaving:  # not the entry point's normal exit
+        return
+    status, reported = _leaving[0]
+    if status == 0 and len(_held) > reported:
+        print("Interrupted: after the command had finished (its output is complete)",
+              file=sys.stderr)
+        status = 128 + _held[reported]
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
+
+
 def quiet_unraisable(previous: Callable) -> Callable:
     """An ``sys.unraisablehook`` that drops swallowed ``KeyboardInterrupt`` (noting it)."""
 
@@ -206,11 +241,22 @@ def _watch(fd: int) -> None:
         if signums:
             break
     signum, start = signums[0], time.monotonic()
+    at_signal = _main_position()
     while True:
         time.sleep(0.05)
         elapsed = time.monotonic() - start
-        if (_swallowed and elapsed >= GRACE) or elapsed >= CLEAN_STOP:
+        # the main thread has not moved since the signal: it is inside one long
+        # call of compiled code (a step of 1e5 tokens, which releases the GIL),
+        # and no Python handler, hence no clean stop, runs until the call returns
+        stuck = at_signal is not None and _main_position() == at_signal
+        if ((_swallowed or stuck) and elapsed >= GRACE) or elapsed >= CLEAN_STOP:
             _end(signum)
+
+
+def _main_position() -> tuple | None:
+    """The main thread's innermost Python frame and its last instruction."""
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    return None if frame is None else (frame, frame.f_lasti)
 
 
 def install() -> bool:
@@ -230,6 +276,7 @@ def install() -> bool:
     for sig in _SIGNALS:
         signal.signal(sig, _handler)
     sys.unraisablehook = quiet_unraisable(sys.unraisablehook)
+    atexit.register(_last_at_exit)  # the first registered: it runs last
     threading.Thread(target=_watch, args=(read,), daemon=True, name="interrupt-watchdog").start()
     _installed.append(True)
     return True

@@ -35,24 +35,25 @@ def summary_line(s: RunResult) -> str:
     A last frame with an eps-linked group of tokens spanning more than 90
     degrees reads ``spread`` (:meth:`~particles.runs.RunResult.spread`, count
     0), not ``1 cluster``; an ensemble's count statistics leave those out.
+    Above :data:`~particles.runs.run.SUMMARY_MAX_PAIRS` pairs of tokens the
+    clusters are not counted (O(n^2)), and the line says so.
     """
     status = "complete" if s.complete else f"incomplete, {s.frames_expected} expected"
     stop = stop_phrase(s)
     if stop:
         status = (f"complete: {stop} before the {s.frames_expected} frames planned"
                   if s.complete else f"{stop}, {status}; continue with --resume")
-    clusters, spread = s.cluster_count(), s.spread()
-    energy = s.final_observables.get("energy")
-    r = s.final_observables.get("order_parameter")
-    if np.ndim(clusters) == 0:
-        parts = ["spread (a linked group over more than 90 degrees)" if spread
+    clusters = s.summary_clusters()
+    one = s.final.ndim == 2  # one system, else an ensemble
+    if clusters is None:
+        parts = [f"clusters not counted at n = {s.final.shape[-2]} (O(n^2) pairs; "
+                 "particles analyze counts them)"]
+    elif one:
+        parts = ["spread (a linked group over more than 90 degrees)" if clusters == 0
                  else f"clusters {int(clusters)}"]
-        if r is not None:
-            parts.append(f"r {r:.4g}")
-        if energy is not None:
-            parts.append(f"energy {energy:.6g}")
     else:
-        have = np.asarray(clusters)[~np.asarray(spread)]  # spread systems have no count
+        spread = np.asarray(clusters) == 0
+        have = np.asarray(clusters)[~spread]  # spread systems have no count
         parts = [
             f"clusters mean {np.mean(have):.3g} (min {np.min(have)}, max {np.max(have)}) over "
             f"{len(have)} systems" if have.size else "no system clustered"
@@ -60,10 +61,13 @@ def summary_line(s: RunResult) -> str:
         if np.any(spread):
             parts.append(f"{int(np.sum(spread))} spread (a linked group over more than 90 "
                          "degrees)")
-        if r is not None:
-            parts.append(f"r mean {np.mean(r):.4g}")
-        if energy is not None:
-            parts.append(f"energy mean {np.mean(energy):.6g}")
+    mean = "" if one else " mean"
+    r = s.final_observables.get("order_parameter")
+    if r is not None:
+        parts.append(f"r{mean} {np.mean(r):.4g}")
+    energy = s.final_observables.get("energy")
+    if energy is not None:
+        parts.append(f"energy{mean} {np.mean(energy):.6g}")
     if s.config.merge_events:
         parts.append(f"{s.merges} merge event{'s' * (s.merges != 1)} located")
     return f"{s.frames} frames to t={time_text(s.time)} ({status}), " + ", ".join(parts)

@@ -450,3 +450,25 @@ def test_python_dash_m():
     assert proc.returncode == 0, proc.stderr
     assert "simulate" in proc.stdout and "info" in proc.stdout
     assert proc.stdout.startswith("Usage: particles")
+
+
+def test_summary_counts_clusters_only_where_cheap(tmp_path, monkeypatch):
+    """Issue 38 item 1: the summary counted the last frame's clusters at O(n^2)
+    cost (an hour at n = 1e6, after the run).  Above SUMMARY_MAX_PAIRS pairs it
+    says it did not count them, without a pass over the pairs."""
+    result = simulate(tmp_path / "small.h5", *BASE)
+    ok(result)
+    assert "clusters " in result.output and "not counted" not in result.output
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("the summary counted clusters over every pair")
+
+    monkeypatch.setattr(run_module, "SUMMARY_MAX_PAIRS", 8 * 7 / 2 - 1)
+    monkeypatch.setattr(run_module, "count_clusters", no_pass)
+    result = simulate(tmp_path / "big.h5", *BASE)
+    ok(result)
+    assert "clusters not counted at n = 8 (O(n^2) pairs" in result.output
+    assert "r " in result.output  # the rest of the line stays
+    result = simulate(tmp_path / "ensemble.h5", *BASE, "--batch", "3")
+    ok(result)
+    assert "clusters not counted at n = 8" in result.output and "r mean " in result.output
