@@ -8,6 +8,7 @@ before any work starts; a bad one is a one-line click error (exit code 2).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import tomllib
 from collections.abc import Callable
@@ -61,14 +62,47 @@ def output_refused(exc: Exception, option: str = "--out") -> click.BadParameter:
                               param_hint=f"'{option}'")
 
 
+#: ``click.Context.meta`` key of the files a command's values were read from.
+READ_FILES = "particles.read_files"
+
+
 def load_npy(value: str | Path, what: str) -> np.ndarray:
-    """Read a ``.npy`` array (no pickles), or raise ValueError with a one-line message."""
+    """Read a ``.npy`` array (no pickles), or raise ValueError with a one-line message.
+
+    The file is noted in the current command's context (:data:`READ_FILES`):
+    an input its output may not replace (:func:`named_files`).
+    """
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta.setdefault(READ_FILES, []).append(Path(value))
     try:
         return np.load(Path(value), allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
         raise ValueError(
             f"cannot read {what} from {value!s}: {' '.join(str(exc).split())}"
         ) from None
+
+
+def named_files(ctx: click.Context, outputs: tuple[str, ...] = ("out",)) -> list[Path]:
+    """The existing files a command reads: those its arrays were loaded from
+    (:func:`load_npy`), and those its options name, outputs aside: a path, or a
+    path inside a value (``density:FILE``, ``particles:file=PATH,bandwidth=H``).
+
+    For the check that its output is none of them
+    (:func:`particles.paths.check_not_input`).
+    """
+    found = [path for path in ctx.meta.get(READ_FILES, []) if path.is_file()]
+    for key, value in ctx.params.items():
+        if key in outputs:
+            continue
+        for item in value if isinstance(value, list | tuple) else (value,):
+            if not isinstance(item, str | Path):
+                continue
+            text = str(item)
+            candidates = [text, text.partition(":")[2]]
+            candidates += [part.partition("=")[2] for part in candidates[1].split(",")]
+            found += [Path(c) for c in candidates if c and os.path.isfile(c)]
+    return found
 
 
 # ------------------------------------------------------------ value parsing

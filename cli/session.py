@@ -33,7 +33,7 @@ from typing import Any
 
 import click
 from particles_cli import interrupts
-from particles_cli.options import CONFIG_KEYS, cli_message, option_name
+from particles_cli.options import CONFIG_KEYS, cli_message, named_files, option_name
 
 from particles.errors import (
     IntegrationError,
@@ -44,6 +44,7 @@ from particles.errors import (
     Summary,
     WorkersLost,
 )
+from particles.paths import check_not_input
 
 __all__ = ["kept_line", "mismatch_line", "one_line_warnings", "run_session", "stop_on_signals"]
 
@@ -148,6 +149,21 @@ def _path_error(exc: OutputPathError, paths: Mapping[str, Path]) -> click.BadPar
     return click.BadParameter(str(exc), param_hint=f"'{hint}'")
 
 
+def _check_not_inputs(paths: Mapping[str, Path]) -> None:
+    """Refuse an output that is a file the command's options name (``--init
+    run.h5 --out run.h5 --overwrite`` destroyed the input)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return
+    outputs = tuple(option.lstrip("-").replace("-", "_") for option in paths)
+    inputs = named_files(ctx, outputs)
+    for target in paths.values():
+        try:
+            check_not_input(target, inputs)
+        except OutputPathError as exc:
+            raise _path_error(exc, paths) from None
+
+
 def run_session(
     start: Callable[[Callable[[], bool]], Any],
     *,
@@ -200,6 +216,7 @@ def run_session(
         table) on any other outcome.
     """
     continues = command if resumable else None
+    _check_not_inputs(paths or {"--out": out})
     interrupts.on_forced_stop(interrupts.describe_output(out, command if resumable else None))
     status, summary, done = 0, None, None
     with one_line_warnings(), stop_on_signals() as requested:

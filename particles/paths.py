@@ -19,11 +19,13 @@ import os
 import re
 import socket
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 from particles.errors import OutputExistsError, OutputPathError
 
 __all__ = [
+    "check_not_input",
     "check_output_path",
     "host_name",
     "put_in_place",
@@ -71,6 +73,24 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
         return False
 
 
+def check_not_input(path: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> None:
+    """Refuse an output that is one of the files a session reads.
+
+    The same file under another name counts (a symbolic or hard link, a
+    relative path: the inodes are compared), so that ``--overwrite`` never
+    replaces the input a run was started from.
+
+    Raises
+    ------
+    OutputPathError
+        ``path`` names the same file as one of ``inputs`` (one line).
+    """
+    for source in inputs:
+        if same_file(path, source):
+            raise OutputPathError(f"{path} is an input of this run ({source}); write the "
+                                  "output to another file", Path(path))
+
+
 def put_in_place(temp: str | os.PathLike, target: str | os.PathLike, *,
                  overwrite: bool) -> None:
     """Give the finished temporary file the target's name, atomically.
@@ -111,6 +131,7 @@ def check_output_path(
     overwrite: bool = False,
     resume: bool = False,
     resumable: bool = True,
+    inputs: Iterable[str | os.PathLike] = (),
 ) -> Path:
     """Check that a session or a figure writer may write ``path``, before any work starts.
 
@@ -125,6 +146,8 @@ def check_output_path(
     resumable : bool
         Whether the session can continue an existing file (named in the
         message refusing an existing file).
+    inputs : iterable of path-like
+        Files the session reads (:func:`check_not_input`).
 
     Returns
     -------
@@ -141,6 +164,15 @@ def check_output_path(
         raise OutputPathError("overwrite and resume exclude each other", path)
     if path.is_dir():
         raise OutputPathError(f"{path} is a directory; give a file name", path)
+    if path.is_symlink() and not path.exists():
+        raise OutputPathError(f"{path} is a symbolic link to {os.readlink(path)}, which does "
+                              "not exist; give a file name", path)
+    if path.exists() and not path.is_file():
+        # replacing it would put a regular file in place of a device node or a FIFO
+        # (as root, --out /dev/null --overwrite replaced /dev/null)
+        raise OutputPathError(f"{path} is not a regular file (a device, FIFO or socket); "
+                              "give a file name", path)
+    check_not_input(path, inputs)
     if resume:
         if not path.exists():
             raise OutputPathError(f"{path} does not exist; nothing to resume", path)

@@ -153,9 +153,11 @@ def run_meanfield_to_file(
                 bar.update(float(frame.time))
                 yield frame
 
+    name, params = parse_init(config.init) if config is not None else (None, {})
     return stream(DENSITY, path, config, frames, stops=STOPS,
                   resume=RESUME if resume else None, overwrite=overwrite,
-                  flush_interval=flush_interval, should_stop=should_stop)
+                  flush_interval=flush_interval, should_stop=should_stop,
+                  inputs=[params["file"]] if name == "particles" else [])
 
 
 def _plan(stored: DensitySummary, given: MeanFieldConfig | None) -> MeanFieldConfig | None:

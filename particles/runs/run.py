@@ -66,7 +66,7 @@ import numpy as np
 
 from particles import events
 from particles.analysis import DEFAULT_EPS, count_clusters
-from particles.config import STOP_DEFAULTS, SimulationConfig
+from particles.config import STOP_DEFAULTS, SimulationConfig, parse_init
 from particles.engine import iter_frames
 from particles.errors import ResumeMismatch, RunFailed, RunInterrupted
 from particles.io.h5md import (
@@ -268,7 +268,7 @@ def run_to_file(
     else:
         if config is None:
             raise ValueError("config is required unless resume=True")
-        check_output_path(path, overwrite=overwrite)  # a bad target before any work
+        check_output_path(path, overwrite=overwrite, inputs=_inputs(config))  # before any work
         if x0 is not None and config.init != "array":
             config = config.replace(init="array")
         spec = config.resolved()
@@ -289,7 +289,13 @@ def run_to_file(
     return stream(TRAJECTORY, path, spec, frames, stops=STOPS,
                   resume=RESUME if resume else None, overwrite=overwrite,
                   summarize=summarize, flush_interval=flush_interval,
-                  should_stop=should_stop)
+                  should_stop=should_stop, inputs=_inputs(spec) if spec is not None else ())
+
+
+def _inputs(config: SimulationConfig) -> list[str]:
+    """The files a run reads: the density file of ``init="density:FILE"``."""
+    name, arg = parse_init(config.init)
+    return [arg] if name == "density" else []
 
 
 def _step_counts(state: RunSummary) -> np.ndarray | None:

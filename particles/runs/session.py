@@ -618,6 +618,7 @@ def stream(
     finishing: Callable[[Writer, Any], None] | None = None,
     flush_interval: float = FLUSH_INTERVAL,
     should_stop: Callable[[], bool] | None = None,
+    inputs: Iterable[str | os.PathLike] = (),
 ) -> Summary:
     """Write the items of one session into a file of ``kind``, by the rules above.
 
@@ -649,6 +650,9 @@ def stream(
         Seconds of wall time between writes to disk.
     should_stop : callable, optional
         Polled after every item; True stops the session as Ctrl-C does.
+    inputs : iterable of path-like
+        Files the session reads: the target may not be one of them
+        (:func:`~particles.paths.check_not_input`).
 
     Returns
     -------
@@ -669,7 +673,7 @@ def stream(
     if resume is not None and not overwrite:
         path = resume_path(kind, path)
     path = check_output_path(path, overwrite=overwrite, resume=resume is not None,
-                             resumable=kind.resumable)
+                             resumable=kind.resumable, inputs=inputs)
     if resume is not None:
         opened = _reopen(kind, path, spec, resume, summarize, flush_interval)
         if not isinstance(opened, _Opened):

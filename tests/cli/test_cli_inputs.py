@@ -251,3 +251,70 @@ def test_dry_run_of_an_adaptive_run_probes_its_steps(tmp_path):
     ok(fixed)
     assert "fixed steps" in fixed.output and "probe" not in fixed.output
     assert not list(tmp_path.iterdir())
+
+
+# ------------------------------------------------------------ outputs onto inputs (issue 38 item 3)
+
+
+def _unchanged(path, before: bytes) -> None:
+    assert path.read_bytes() == before, f"{path} was changed"
+
+
+def test_overwrite_onto_the_runs_own_npy_input_is_refused(tmp_path):
+    x0 = tmp_path / "x0.npy"
+    np.save(x0, np.eye(3)[None].repeat(2, axis=0).reshape(6, 3)[:4])
+    before = x0.read_bytes()
+    usage_error(invoke("simulate", *BASE, "--init", x0, "--out", x0, "--overwrite"),
+                "'--out'", "input of this run")
+    _unchanged(x0, before)
+    link = tmp_path / "link.h5"  # the same file under another name
+    link.symlink_to(x0)
+    usage_error(invoke("simulate", *BASE, "--init", x0, "--out", link, "--overwrite"),
+                "input of this run")
+    _unchanged(x0, before)
+
+
+def test_overwrite_onto_the_particle_file_a_meanfield_solve_reads_is_refused(tmp_path):
+    run = tmp_path / "circle.h5"
+    ok(invoke("simulate", "--n", 64, "--d", 2, "--beta", 1, "--T", 0.1, "--dt", 0.05,
+              "--integrator", "euler", "--seed", 1, "--out", run))
+    before = run.read_bytes()
+    usage_error(invoke("meanfield", "--beta", 1, "--T", 0.1, "--init",
+                       f"particles:file={run}", "--out", run, "--overwrite"),
+                "'--out'", "input of this run")
+    _unchanged(run, before)
+
+
+def test_overwrite_onto_the_density_file_a_run_draws_from_is_refused(tmp_path):
+    field = tmp_path / "field.h5"
+    ok(invoke("meanfield", "--beta", 1, "--T", 0.1, "--modes", 32, "--out", field))
+    before = field.read_bytes()
+    usage_error(invoke("simulate", "--n", 8, "--d", 2, "--beta", 1, "--T", 0.1, "--dt", 0.05,
+                       "--init", f"density:{field}", "--out", field, "--overwrite"),
+                "'--out'", "input of this run")
+    _unchanged(field, before)
+    # the library refuses it too, whoever calls it
+    from particles.errors import OutputPathError
+
+    with pytest.raises(OutputPathError, match="input of this run"):
+        run_to_file(SimulationConfig(n=8, d=2, beta=1.0, T=0.1, dt=0.05, seed=1,
+                                     init=f"density:{field}"), field, overwrite=True)
+    _unchanged(field, before)
+
+
+def test_outputs_that_are_no_regular_files_are_refused(tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    usage_error(invoke("simulate", *BASE, "--out", fifo, "--overwrite"), "'--out'",
+                "not a regular file")
+    assert fifo.is_fifo()
+    usage_error(invoke("simulate", *BASE, "--out", "/dev/null", "--overwrite"),
+                "not a regular file")
+    assert not os.path.isfile("/dev/null")
+    dangling = tmp_path / "dangling.h5"
+    dangling.symlink_to(tmp_path / "nowhere" / "run.h5")
+    usage_error(invoke("simulate", *BASE, "--out", dangling), "'--out'",
+                "symbolic link", "does not exist")
+    assert dangling.is_symlink() and not list((tmp_path).glob("*.partial"))
