@@ -182,14 +182,43 @@ class _Parsed(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+class _NoStop:
+    """``--until-clusters none`` / ``--max-wall none``: no such stop, given (a None
+    option means "not given": on ``--resume``, the stored value)."""
+
+    def __repr__(self) -> str:
+        return "none"
+
+
+#: the value of a stop option given as ``none``.
+NO_STOP = _NoStop()
+
+
+def parse_stop_value(value: str) -> int | float | _NoStop:
+    """Parse a stop's value: ``none`` (:data:`NO_STOP`) or a number (the
+    configuration checks its range)."""
+    text = value.strip()
+    if text.lower() == "none":
+        return NO_STOP
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"must be a number or 'none' (no such stop), got {value!r}") from None
+
+
 INIT = _Parsed("init", parse_init_value)
 MATRIX = _Parsed("matrix", parse_matrix_value)
+STOP = _Parsed("stop", parse_stop_value)
 
 
 # ------------------------------------------------------------------ options
 #: the CLI's parsers of values that are not plain numbers or names
 #: (:attr:`particles.config.Option.parse`).
-PARSERS: dict[str, click.ParamType] = {"init": INIT, "matrix": MATRIX}
+PARSERS: dict[str, click.ParamType] = {"init": INIT, "matrix": MATRIX, "stop": STOP}
 
 
 def _option(f: dataclasses.Field) -> Callable:
@@ -397,7 +426,7 @@ def build_config(
     """
     from_file = read_config_file(config_file) if config_file else {}
     given = {k: v for k, v in options.items() if v is not None}
-    values = {**from_file, **given}
+    values = {k: None if v is NO_STOP else v for k, v in {**from_file, **given}.items()}
 
     def hint(field: str) -> str:
         if field in given or field not in from_file:

@@ -247,7 +247,8 @@ class Option:
         How one entry is listed: ``str.format`` of ``name`` and ``entry``.
     parse : str, optional
         A value the CLI parses itself: ``"init"`` (a name or PATH.npy),
-        ``"matrix"`` (a named matrix or PATH.npy).
+        ``"matrix"`` (a named matrix or PATH.npy), ``"stop"`` (a number, or
+        ``none``: no such stop, which a resume may give over a stored one).
     metavar : str, optional
     """
 
@@ -559,11 +560,12 @@ class SimulationConfig:
     until_clusters: int | None = field(default=None, metadata=option(
         "Stop at the first saved frame with at most this many clusters (eps = 0.05, the "
         "analysis default; every system of an ensemble); the file is complete there and "
-        "the stop is recorded. Resume with a smaller value (or none) to go on.", int))
+        "the stop is recorded. Resume with a smaller value, or 'none' (no stop), to go "
+        "on.", int, parse="stop", metavar="K|none"))
     max_wall: float | None = field(default=None, metadata=option(
         "Pause after this many seconds of wall time (at the next saved frame): the file "
-        "is kept incomplete, marked paused, and --resume continues it with a new budget.",
-        float))
+        "is kept incomplete, marked paused, and --resume continues it with a new budget "
+        "('none': no budget).", float, parse="stop", metavar="SECONDS|none"))
     merge_events: bool = field(default=False, metadata=option(
         "Locate every drop of the cluster count (eps = 0.05) between saved frames by "
         "bisection, to the integrator's tolerance, and store the merge times in the file "

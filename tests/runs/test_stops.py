@@ -220,6 +220,19 @@ def test_cli_until_clusters_and_merge_events(tmp_path):
     result = invoke("simulate", "--out", out, "--resume", "--until-clusters", 2)
     ok(result)
     assert "stopped by --until-clusters 2" in result.output
+    stopped = read_summary(out).frames
+    ok(invoke("simulate", "--out", out, "--resume"))  # the stored stop still holds
+    assert read_summary(out).frames == stopped
+    # issue 38 item 6: no value meant "no stop", so the run could not go on to T
+    copy = tmp_path / "to_T.h5"
+    copy.write_bytes(out.read_bytes())
+    result = invoke("simulate", "--out", copy, "--resume", "--until-clusters", "none")
+    ok(result)
+    done = read_summary(copy)
+    assert done.complete and done.stop_reason == "" and done.frames == 31 > stopped
+    assert done.config.until_clusters is None
+    usage_error(invoke("simulate", "--out", tmp_path / "y.h5", *args, "--until-clusters",
+                       "some"), "'--until-clusters'", "a number or 'none'")
     usage_error(invoke("simulate", "--out", tmp_path / "x.h5", *args, "--merge-events",
                        "--noise", 0.1, "--integrator", "heun"), "merge")
     paused = invoke("simulate", "--out", tmp_path / "p.h5", *args, "--max-wall", 1e-9)
@@ -228,6 +241,8 @@ def test_cli_until_clusters_and_merge_events(tmp_path):
     info = invoke("info", tmp_path / "p.h5")
     ok(info)
     assert "incomplete (paused by --max-wall 1e-09 s, 2 of 31 frames" in info.output
+    ok(invoke("simulate", "--out", tmp_path / "p.h5", "--resume", "--max-wall", "none"))
+    assert read_summary(tmp_path / "p.h5").complete  # no budget: on to T in one go
     info = invoke("info", out)
     ok(info)
     assert "complete (stopped by --until-clusters 2" in info.output
