@@ -309,6 +309,10 @@ def compare_figure(density: Any, traj: Any, *, times: ArrayLike | None = None) -
             what += f", usa_scale {run.usa_scale}"
         if getattr(run, "noise", 0.0):
             what += f", noise {value_text(run.noise)} (D = {run.noise ** 2 / 2:.3g})"
+        # each side names its own seed: a run drawn with another seed than the field's
+        seed = seed_text(run.seed)
+        if seed:
+            what += f", {seed}"
     fig.suptitle(f"{what}  vs  {density_title(density.config)}", fontsize="medium")
     return fig
 
