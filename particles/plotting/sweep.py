@@ -55,6 +55,7 @@ from matplotlib.figure import Figure
 
 from particles.display import time_text, value_text
 from particles.paths import check_output_path
+from particles.plotting.frames import nearest_frames
 
 __all__ = [
     "DEFAULT_SWEEP_KIND",
@@ -334,15 +335,15 @@ def _one_panel(ds: Any, drawn: Sequence[str]) -> Any:
 
 
 def _nearest_times(ds: Any, times: Sequence[float] | None, default: int = 1) -> np.ndarray:
-    """Saved times nearest to ``times`` (default: ``default`` times spread over the run)."""
+    """Saved times nearest to ``times`` (default: ``default`` times spread over the run;
+    times outside the saved range are refused, :func:`nearest_frames`)."""
     saved = np.asarray(ds["time"].values, dtype=np.float64)
     if times is None or len(times) == 0:
         if default == 1:
             return saved[-1:]
         pick = np.unique(np.linspace(0, saved.size - 1, default + 1).round().astype(int)[1:])
         return saved[pick]
-    idx = [int(np.abs(saved - float(t)).argmin()) for t in times]
-    return saved[sorted(set(idx))]
+    return saved[nearest_frames(saved, times)]
 
 
 def _axis_label(name: str) -> str:
@@ -612,6 +613,9 @@ def plot_sweep_curve(
             raise ValueError(f"clusters must be one of {ks[0]}..{ks[-1]}, got {k}")
         da = da.sel(clusters=k)
         label_extra = f", {k} cluster{'s' if k != 1 else ''}"
+    if times is not None and len(times) and "time" not in da.dims:
+        raise ValueError(f"times (--times) are not used by {stat}, which has no time "
+                         "dimension")
     ax = ax if ax is not None else _new_axes()
     x = _x_values(ds, axis, ax)
     if "system" in da.dims:  # per-system values: median and quartiles over the systems

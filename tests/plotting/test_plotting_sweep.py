@@ -369,3 +369,16 @@ def test_grid_values_and_times_are_rounded_for_display():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("t = 1.024e+04" in lab for lab in labels), labels
     assert ds.beta.values[2] == 0.30000000000000004 and ds.time.values[2] == 10235.3
+
+
+def test_cli_times_beyond_the_sweep_are_refused(sweep_file, tmp_path):
+    """Issue 38 item 6: --times past the sweep's last save time drew the last
+    time; --times given to a statistic with no time axis was ignored."""
+    from clitools import invoke, usage_error
+
+    out = tmp_path / "p.png"
+    usage_error(invoke("plot", sweep_file, "--kind", "clusters", "--times", "1,99", "--out", out),
+                "--times", "[0, 2]", "99")
+    usage_error(invoke("plot", sweep_file, "--kind", "curve", "--stat", "first_merge_time",
+                       "--times", "1", "--out", out), "--times", "no time dimension")
+    assert not out.exists()
