@@ -218,15 +218,19 @@ def plot_sweep(ctx: click.Context, path: Path, kind: str | None, out: Path | Non
         options["times"] = list(parse_times(times))
     if p["delta"] is not None:
         options["delta"] = p["delta"]
+    risk: list[str] = []  # a censored time's quartiles and systems at risk, per point
     if kind == "curve":
         options["stat"] = p["stat"]
         options["log"] = p["log"]
+        options["report"] = risk.append
     try:
         written = save_sweep_plot(load(path), kind, target, overwrite=overwrite, dpi=dpi,
                                   **options)
     except (SweepError, ValueError, OSError) as exc:
         raise click.UsageError(" ".join(str(exc).split())) from None
     click.echo(str(written))
+    for line in risk:
+        click.echo(line)
 
 
 #: kinds only a sweep file has (``clusters`` is both: a run's, or counts against beta).
