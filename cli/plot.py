@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import numpy as np
 from particles_cli.analyze import parse_times
 from particles_cli.info import kind_name
 from particles_cli.options import output_refused
@@ -19,6 +20,7 @@ from particles.plotting.density import (
     default_density_output,
     plot_density_file,
 )
+from particles.plotting.frames import nearest_frames
 from particles.plotting.sweep import DEFAULT_SWEEP_KIND, SWEEP_KINDS
 
 #: the largest --dpi: a figure of 10 x 6 inches is then 10000 x 6000 pixels.
@@ -63,7 +65,8 @@ def check_output_format(out: Path, formats: list[str], what: str, hint: str = "'
 
 
 def check_plot_options(
-    path: Path, kind: str, out: Path | None, system: int, overwrite: bool
+    path: Path, kind: str, out: Path | None, system: int, overwrite: bool,
+    times: np.ndarray | None = None,
 ) -> None:
     """Everything ``plot`` can refuse from the file header alone, before loading frames.
 
@@ -73,6 +76,9 @@ def check_plot_options(
         Unsupported extension, ``--out`` equal to PATH, existing (without
         ``--overwrite``) or in a missing or read-only directory, ``--system``
         outside the file's ensemble, PATH not a trajectory.
+    click.UsageError
+        ``--times`` outside the file's saved times (they start at 0 and end
+        at the last frame's time).
     """
     target = default_output(path, kind) if out is None else out
     if kind == "movie":
@@ -88,9 +94,15 @@ def check_plot_options(
     except OutputPathError as exc:
         raise output_refused(exc) from None
     try:
-        batch = read_summary(path).config.batch
+        summary = read_summary(path)
     except TrajectoryFileError as exc:
         raise click.BadParameter(str(exc), param_hint="'PATH'") from None
+    if times is not None:
+        try:
+            nearest_frames([0.0, summary.time], times)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+    batch = summary.config.batch
     count = batch or 1
     if not 0 <= system < count:
         what = "a single system" if batch is None else f"an ensemble of {batch}"
@@ -206,15 +218,19 @@ def plot_sweep(ctx: click.Context, path: Path, kind: str | None, out: Path | Non
         options["times"] = list(parse_times(times))
     if p["delta"] is not None:
         options["delta"] = p["delta"]
+    risk: list[str] = []  # a censored time's quartiles and systems at risk, per point
     if kind == "curve":
         options["stat"] = p["stat"]
         options["log"] = p["log"]
+        options["report"] = risk.append
     try:
         written = save_sweep_plot(load(path), kind, target, overwrite=overwrite, dpi=dpi,
                                   **options)
     except (SweepError, ValueError, OSError) as exc:
         raise click.UsageError(" ".join(str(exc).split())) from None
     click.echo(str(written))
+    for line in risk:
+        click.echo(line)
 
 
 #: kinds only a sweep file has (``clusters`` is both: a run's, or counts against beta).
@@ -334,7 +350,11 @@ def plot(
         if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
             raise click.BadParameter("is for sweep files", param_hint=f"'--{name}'")
     kind = kind or DEFAULT_KIND
-    check_plot_options(path, kind, out, system, overwrite)
+    if times is not None and not KINDS[kind].uses_times:
+        raise click.BadParameter(f"is not used by --kind {kind} (only by "
+                                 + ", ".join(k for k, v in KINDS.items() if v.uses_times) + ")",
+                                 param_hint="'--times'")
+    check_plot_options(path, kind, out, system, overwrite, parse_times(times))
     options = {"system": system}
     if kind != "movie":
         options.update(times=parse_times(times), dpi=dpi)

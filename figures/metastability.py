@@ -3,14 +3,21 @@
 ``n`` tokens drawn i.i.d. uniformly on the circle (a near-uniform start)
 follow SA attention (:func:`particles.simulate`, dopri5 with log-spaced save
 times, the spectral sums ``summation="auto"`` and collapsed clusters, the
-long-run fast paths).  The cluster count (eps = 0.05 rad) and the normalised
-energy ``2 beta e^{-beta} E_beta`` form a staircase against log time: clusters
-form at t ~ 1-10, about ``argmax_k k^2 I_k(beta)`` of them
-(:func:`particles.meanfield.fastest_mode`, the mode that grows fastest from the
-uniform density), then merge one pair at a time after plateaus that lengthen
-like ``exp(c beta)``.  ``merge_events=True`` locates each drop of the count by
-bisection (:attr:`particles.Trajectory.merge_events`), drawn as the red
-staircase and ticks.
+long-run fast paths).  Top: the cluster count (eps = 0.05 rad) against log
+time.  Middle: the Fourier moduli ``|c_k|`` of the tokens' empirical measure
+(:func:`particles.analysis.fourier_coefficients`); the mode that grows
+fastest from the uniform density is ``argmax_k k^2 I_k(beta)``
+(:func:`particles.meanfield.fastest_mode`, dotted in the top panel, bold in
+the middle one), and the *dominant linear mode* measured is the analysis'
+mode column (``fourier_mode``, ``argmax_k |c_k|``) at the first frame where
+its ``|c_k|`` reaches :data:`MODE_LEVEL` (diamond, both panels).  Its clusters
+form at t ~ 5-10; some merge within the first decade (fast, nonlinear), so
+the first long plateau holds that mode minus those merges; then pairs merge
+one at a time after plateaus that lengthen like ``exp(c beta)``.  Bottom: the
+normalised energy ``2 beta e^{-beta} E_beta``.  ``merge_events=True``
+locates each drop of the count by bisection
+(:attr:`particles.Trajectory.merge_events`), drawn as the red staircase and
+ticks.
 
 Usage::
 
@@ -25,12 +32,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from particles import Trajectory, simulate
-from particles.analysis import AnalysisResult, analyze
+from particles.analysis import AnalysisResult, analyze, fourier_coefficients
 from particles.gallery import figure_command
 from particles.meanfield import fastest_mode
 from particles.plotting import plot_cluster_count, plot_energy
 
 RTOL = 1e-8
+#: |c_k| at which the dominant linear mode is read (far above the 1/sqrt(n) noise).
+MODE_LEVEL = 0.4
+#: Fourier modes drawn in the middle panel.
+MODES = 6
 
 
 def run(n: int, beta: float, T: float, frames: int, seed: int) -> Trajectory:
@@ -49,9 +60,36 @@ def located_staircase(traj: Trajectory) -> tuple[np.ndarray, np.ndarray]:
     return np.array(t), np.array(c)
 
 
+def linear_mode(a: AnalysisResult) -> tuple[int, int]:
+    """The mode column at the first frame with ``|c_k| >= MODE_LEVEL``, and that frame
+    ((0, -1): never reached)."""
+    f = np.flatnonzero(a.fourier_modulus >= MODE_LEVEL)
+    return (int(a.fourier_mode[f[0]]), int(f[0])) if f.size else (0, -1)
+
+
+def fourier_panel(ax, traj: Trajectory, a: AnalysisResult, k_theory: int) -> None:
+    """``|c_k|(t)`` for k = 1 .. MODES, the fastest mode bold, the linear mode marked."""
+    c = np.abs(fourier_coefficients(np.asarray(traj.positions), MODES))
+    t = a.times
+    ok = t > 0
+    for k in range(1, c.shape[1] + 1):
+        bold = k == k_theory
+        ax.plot(t[ok], c[ok, k - 1], color="k" if bold else f"C{k % 10}",
+                linewidth=2.2 if bold else 1.0, label=f"k = {k}" + (" (theory)" * bold))
+    k, f = linear_mode(a)
+    if k:
+        ax.plot([t[f]], [a.fourier_modulus[f]], "D", color="tab:green", markersize=8, zorder=5,
+                label=f"dominant: k = {k}")
+    ax.axhline(MODE_LEVEL, color="0.5", linewidth=0.8, linestyle=":")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(r"Fourier modulus $|c_k|$")
+    ax.legend(loc="upper left", fontsize=8, ncol=2)
+
+
 def column(axes, traj: Trajectory, a: AnalysisResult) -> None:
-    """Cluster count (top) and normalised energy (bottom) of one run."""
-    ax_c, ax_e = axes
+    """Cluster count (top), Fourier moduli (middle), normalised energy (bottom) of one run."""
+    ax_c, ax_f, ax_e = axes
     cfg = traj.config
     form = a.timescales[0].formation_time if a.timescales else None
     plot_cluster_count(a.times, a.counts, ax_c, formation_time=form)
@@ -62,6 +100,12 @@ def column(axes, traj: Trajectory, a: AnalysisResult) -> None:
     k = fastest_mode(cfg.beta, cfg.model)
     ax_c.axhline(k, color="k", linestyle=":", linewidth=1.2,
                  label=rf"theory: argmax$_k\, k^2 I_k(\beta)$ = {k}")
+    k_lin, f = linear_mode(a)
+    if k_lin:
+        ax_c.plot([a.times[f]], [k_lin], "D", color="tab:green", markersize=8, zorder=5,
+                  label=rf"dominant linear mode {k_lin} (argmax$_k |c_k|$ at "
+                  f"{MODE_LEVEL:g}, t = {a.times[f]:.3g})")
+    fourier_panel(ax_f, traj, a, k)
     if ax_c.get_yscale() == "linear":
         ax_c.set_ylim(0, max(int(np.max(a.counts)), k) + 1)
     ax_c.set_xlabel("")
@@ -76,8 +120,9 @@ def column(axes, traj: Trajectory, a: AnalysisResult) -> None:
 
 def make_figure(runs: list[tuple[Trajectory, AnalysisResult]]) -> Figure:
     """One column per beta."""
-    fig = Figure(figsize=(6.0 * len(runs), 7.5), layout="constrained")
-    axes = fig.subplots(2, len(runs), squeeze=False, sharex="col")
+    fig = Figure(figsize=(6.0 * len(runs), 10.0), layout="constrained")
+    axes = fig.subplots(3, len(runs), squeeze=False, sharex="col",
+                        height_ratios=[1.2, 0.9, 0.9])
     for j, (traj, a) in enumerate(runs):
         column(axes[:, j], traj, a)
     fig.suptitle(f"Metastability on the circle: clusters form fast, then merge after plateaus "
@@ -94,9 +139,15 @@ def main(argv=None) -> int:
     for beta in (4.0, 9.0):
         traj = run(n, beta, T, frames, args.seed)
         runs.append((traj, analyze(traj)))
-        late = [f"{m.time:.4g}" for m in traj.merge_events if m.after < 6]
-        print(f"beta = {beta:g}: {len(traj.merge_events)} merges located; last ones at t = "
-              + ", ".join(late))
+        a = runs[-1][1]
+        late = [f"{m.time:.4g} ({m.before} -> {m.after})" for m in traj.merge_events
+                if m.after < 6]
+        k_lin, f = linear_mode(a)
+        ts = a.timescales[0]
+        print(f"beta = {beta:g}: fastest mode {fastest_mode(beta, 'sa')}, dominant linear mode "
+              f"{k_lin} at t = {a.times[f]:.3g}; first long plateau {ts.clusters_formed} clusters "
+              f"from t = {ts.formation_time:.4g}; {len(traj.merge_events)} merges located, "
+              "the last ones at t = " + ", ".join(late))
     args.save(make_figure(runs))
     return 0
 

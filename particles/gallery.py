@@ -80,14 +80,17 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "d = 3 and d = 128"),
     FigureEntry("phase_diagram", "Figure 3: (beta, t) phase diagrams of the fraction of pairs "
                 "with <x_i, x_j> > 0.999, d = 2, d = 128 with the d >> n frontier, random Q, K, V"),
-    FigureEntry("metastability", "Figure 4: circle, cluster count and normalised energy "
-                "against log time, beta = 4 and 9, with the located merges"),
+    FigureEntry("metastability", "Figure 4: circle, cluster count, Fourier moduli |c_k| and "
+                "normalised energy against log time, beta = 4 and 9, with the dominant linear "
+                "mode against argmax_k k^2 I_k(beta) and the located merges"),
     FigureEntry("merge_time", "Figure 5: merge time of two clusters on the circle against beta, "
                 "with the law log T ~ beta (1 - cos phi) and the fitted slopes"),
-    FigureEntry("formation", "Figure 6: clusters first formed against beta from uniform starts "
-                "(ensemble median and quartiles) against argmax_k k^2 I_k(beta)"),
+    FigureEntry("formation", "Figure 6: the dominant linear Fourier mode and the clusters "
+                "first formed against beta from uniform starts (ensemble medians and quartiles) "
+                "against argmax_k k^2 I_k(beta)"),
     FigureEntry("kernels", "Figure 7: cluster count and pair histograms under every attention "
-                "kernel and Sinkhorn from one start"),
+                "kernel and Sinkhorn from one start; the metastable runs continued to one "
+                "cluster"),
     FigureEntry("kuramoto", "Figure 8: Kuramoto r against coupling K for n = 50 to 3200 "
                 "against sqrt(1 - K_c/K), and SA, USA, Kuramoto from one start"),
     FigureEntry("meanfield_w1", "Figure 9: particles against the mean-field PDE on the circle, "

@@ -34,6 +34,7 @@ from matplotlib.figure import Figure
 from particles.analysis import AnalysisResult, InnerProductHistogram, analyze
 from particles.display import time_text, value_text
 from particles.paths import check_output_path
+from particles.plotting.frames import nearest_frames
 from particles.plotting.titles import run_title, time_label
 
 #: kind drawn when none is asked for.
@@ -689,12 +690,6 @@ def default_frames(times: np.ndarray, k: int = 6) -> np.ndarray:
     return np.unique(idx)
 
 
-def _frames_at(times: np.ndarray, when: Any) -> np.ndarray:
-    """Frame indices nearest to the requested times."""
-    when = np.atleast_1d(np.asarray(when, dtype=float))
-    return np.unique([int(np.argmin(np.abs(times - w))) for w in when])
-
-
 def _size_prediction(labels: np.ndarray) -> np.ndarray:
     """``sum_c (n_c / n)^2`` per frame from labels (frames, n)."""
     n = labels.shape[1]
@@ -728,6 +723,8 @@ def make_figure(
         ``"histogram"``: times of the panels (nearest frames; default six
         frames spread in log time).  ``"sphere"``: the time of the drawn
         configuration (default the last frame; trajectories up to it).
+        Times outside the saved frames' range are refused
+        (:func:`~particles.plotting.frames.nearest_frames`).
     system : int
         Ensemble member drawn by ``"sphere"`` and marked in ``"clusters"``.
     log_histogram : bool
@@ -741,6 +738,9 @@ def make_figure(
     if entry is None or entry.draw is None:
         allowed = ", ".join(k for k, v in KINDS.items() if v.draw is not None)
         raise ValueError(f"kind must be one of {allowed} (movie: use save_movie), got {kind!r}")
+    if times is not None and not entry.uses_times:
+        raise ValueError(f"times are not used by the {kind} kind (--times: "
+                         + ", ".join(k for k, v in KINDS.items() if v.uses_times) + ")")
     analysis = analyze(traj) if analysis is None else analysis
     _check_system(analysis.batch, system)
     return entry.draw(_View(traj, analysis, system, times, log_histogram))
@@ -783,7 +783,7 @@ def _draw_histogram(v: _View) -> Figure:
     analysis, T, batch, times, log_histogram = (v.analysis, v.analysis.times, v.batch, v.times,
                                                 v.log_histogram)
     title = v.title()
-    idx = default_frames(T) if times is None else _frames_at(T, times)
+    idx = default_frames(T) if times is None else nearest_frames(T, times)
     cols = min(3, idx.size)
     rows = -(-idx.size // cols)
     fig = Figure(figsize=(3.2 * cols, 2.6 * rows + 0.4), layout="constrained")
@@ -809,7 +809,7 @@ def _draw_sphere(v: _View) -> Figure:
     traj, member, tlabel = v.traj, v.title(member=True), v.time_label
     x = np.asarray(traj.positions)
     path = _system(x, batch, system)
-    last = T.size - 1 if times is None else int(_frames_at(T, times)[-1])
+    last = T.size - 1 if times is None else int(nearest_frames(T, times)[-1])
     labels = _system(analysis.labels, batch, system)[last]
     d = path.shape[-1]
     head = f"{member}\nt = {time_text(T[last])}, " + _clusters_text(
@@ -934,12 +934,16 @@ class FigureKind:
         Draws the figure of a run (None: an animation, :func:`save_movie`).
     suffix : str
         The file it is written to ends so (``.png``, ``.gif``).
+    uses_times : bool
+        It draws chosen times (``times=``, ``particles plot --times``); the
+        other kinds refuse them.
     """
 
     name: str
     description: str
     draw: Callable[[_View], Figure] | None
     suffix: str = ".png"
+    uses_times: bool = False
 
     def __str__(self) -> str:
         return self.description
@@ -950,9 +954,9 @@ KINDS: dict[str, FigureKind] = {k.name: k for k in (
     FigureKind("clusters", "cluster count and normalised energy against log time, "
                "merges marked", _draw_clusters),
     FigureKind("histogram", "small multiples of pair inner-product histograms at chosen "
-               "times", _draw_histogram),
+               "times", _draw_histogram, uses_times=True),
     FigureKind("sphere", "tokens on the circle / sphere / top-3 principal directions, with "
-               "trajectories", _draw_sphere),
+               "trajectories", _draw_sphere, uses_times=True),
     FigureKind("energy", "normalised energy staircase against log time vs the cluster-size "
                "prediction", _draw_energy),
     FigureKind("movie", "GIF animation of the tokens", None, ".gif"),

@@ -30,6 +30,7 @@ from particles.io import load
 from particles.io.density import is_density_file, load_density
 from particles.meanfield.wasserstein import w1_circle_density
 from particles.paths import check_output_path
+from particles.plotting.frames import nearest_frames
 from particles.plotting.kernels import default_times
 from particles.plotting.titles import seed_text
 
@@ -83,14 +84,7 @@ def _frames(times: np.ndarray, when: ArrayLike | None, k: int = 4) -> np.ndarray
     """Frame indices nearest to ``when`` (default: about ``k`` spread over the run)."""
     if when is None:
         return default_times(times, k)
-    when = np.atleast_1d(np.asarray(when, dtype=float))
-    if when.ndim != 1 or not when.size or not np.all(np.isfinite(when)):
-        raise ValueError(f"times must be one or more finite numbers, got {when!r}")
-    lo, hi = times[0], times[-1]
-    if np.any((when < lo) | (when > hi)):
-        raise ValueError(f"times must lie in [{lo:g}, {hi:g}] (the saved frames), "
-                         f"got {when.tolist()}")
-    return np.unique([int(np.argmin(np.abs(times - w))) for w in when])
+    return nearest_frames(times, when)
 
 
 def _cell_edges(modes: int) -> np.ndarray:
@@ -309,6 +303,10 @@ def compare_figure(density: Any, traj: Any, *, times: ArrayLike | None = None) -
             what += f", usa_scale {run.usa_scale}"
         if getattr(run, "noise", 0.0):
             what += f", noise {value_text(run.noise)} (D = {run.noise ** 2 / 2:.3g})"
+        # each side names its own seed: a run drawn with another seed than the field's
+        seed = seed_text(run.seed)
+        if seed:
+            what += f", {seed}"
     fig.suptitle(f"{what}  vs  {density_title(density.config)}", fontsize="medium")
     return fig
 

@@ -20,6 +20,7 @@ from particles.display import time_text, value_text
 from particles.paths import check_output_path
 from particles.plotting import plot_histogram
 from particles.plotting.compare import STYLES, log_time
+from particles.plotting.frames import nearest_frames
 from particles.plotting.record import save_recorded
 from particles.plotting.titles import SHORT_SEED_DIGITS, seed_text
 
@@ -53,13 +54,7 @@ def default_times(times: ArrayLike, k: int = 4) -> np.ndarray:
 def _frames(times: np.ndarray, when: ArrayLike | None) -> np.ndarray:
     if when is None:
         return default_times(times)
-    when = np.atleast_1d(np.asarray(when, dtype=float))
-    if when.ndim != 1 or not when.size or not np.all(np.isfinite(when)):
-        raise ValueError(f"times must be one or more finite numbers, got {when!r}")
-    lo, hi = times[0], times[-1]
-    if np.any((when < lo) | (when > hi)):
-        raise ValueError(f"times must lie in [{lo:g}, {hi:g}] (the run), got {when.tolist()}")
-    return np.unique([int(np.argmin(np.abs(times - w))) for w in when])
+    return nearest_frames(times, when)
 
 
 def kernel_comparison_figure(result: KernelComparison, *, times: ArrayLike | None = None):

@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,14 @@ from matplotlib.figure import Figure
 
 from particles.display import time_text, value_text
 from particles.paths import check_output_path
+from particles.plotting.censored import (
+    CENSORED,
+    RiskSet,
+    draw_quartiles,
+    risk_lines,
+    write_at_risk,
+)
+from particles.plotting.frames import nearest_frames
 
 __all__ = [
     "DEFAULT_SWEEP_KIND",
@@ -87,6 +95,9 @@ DEFAULT_SWEEP_KIND = "phase-diagram"
 
 #: statistics drawn on a log axis by default (times to an event: ~ exp(c beta)).
 LOG_STATISTICS = ("first_merge_time", "formation_time", "single_cluster_time")
+
+#: times to an event censored at the sweep's last time (inf: not reached by then).
+CENSORED_STATISTICS = LOG_STATISTICS
 
 #: dimensions of a statistic that are not grid axes.
 _INNER = ("time", "delta", "quantile", "clusters", "system")
@@ -334,15 +345,15 @@ def _one_panel(ds: Any, drawn: Sequence[str]) -> Any:
 
 
 def _nearest_times(ds: Any, times: Sequence[float] | None, default: int = 1) -> np.ndarray:
-    """Saved times nearest to ``times`` (default: ``default`` times spread over the run)."""
+    """Saved times nearest to ``times`` (default: ``default`` times spread over the run;
+    times outside the saved range are refused, :func:`nearest_frames`)."""
     saved = np.asarray(ds["time"].values, dtype=np.float64)
     if times is None or len(times) == 0:
         if default == 1:
             return saved[-1:]
         pick = np.unique(np.linspace(0, saved.size - 1, default + 1).round().astype(int)[1:])
         return saved[pick]
-    idx = [int(np.abs(saved - float(t)).argmin()) for t in times]
-    return saved[sorted(set(idx))]
+    return saved[nearest_frames(saved, times)]
 
 
 def _axis_label(name: str) -> str:
@@ -452,8 +463,11 @@ def _step(x: np.ndarray) -> float:
     return float(np.diff(np.sort(x)).min()) if x.size > 1 else 1.0
 
 
-def _band(ax: Axes, x: np.ndarray, da: Any, color: str, label: str) -> None:
-    """Median line with the 25-75 % band of a statistic with a quantile dimension."""
+def _band(ax: Axes, x: np.ndarray, da: Any, color: str, label: str,
+          censor_at: float | None = None) -> tuple[np.ndarray | None, np.ndarray,
+                                                   np.ndarray | None]:
+    """Median line with the 25-75 % band of a statistic with a quantile dimension
+    (:func:`~particles.plotting.censored.draw_quartiles`); returns (lo, mid, hi)."""
     q = np.asarray(da["quantile"].values, dtype=np.float64)
 
     def at(p: float) -> np.ndarray | None:
@@ -464,11 +478,8 @@ def _band(ax: Axes, x: np.ndarray, da: Any, color: str, label: str) -> None:
     if mid is None:
         mid = np.asarray(da.isel(quantile=q.size // 2).values, float)
     lo, hi = at(0.25), at(0.75)
-    ax.plot(x, mid, color=color, marker="o", ms=3, label=label)
-    if lo is not None and hi is not None:
-        ok = np.isfinite(lo) & np.isfinite(hi)
-        ax.fill_between(x, np.where(ok, lo, np.nan), np.where(ok, hi, np.nan), color=color,
-                        alpha=0.25, lw=0)
+    draw_quartiles(ax, x, lo, mid, hi, color=color, label=label, censor_at=censor_at)
+    return lo, mid, hi
 
 
 def _x_values(ds: Any, axis: str, ax: Axes) -> np.ndarray:
@@ -524,6 +535,30 @@ def plot_cluster_counts(
     return ax
 
 
+def _risk(ds: Any, stat: str, axis: str, da: Any) -> RiskSet | None:
+    """The systems a censored time statistic rests on at each ``axis`` value (None: the
+    sweep does not store them)."""
+    runs = int(ds.attrs.get("runs", ds.sizes.get("system", 0)))
+
+    def count(name: str) -> np.ndarray | None:
+        if name not in ds.data_vars:
+            return None
+        return np.asarray(ds[name].transpose(axis).values, dtype=np.int64).reshape(-1)
+
+    if stat == "single_cluster_time":  # every system, inf: not reached by T
+        inf = np.isposinf(np.asarray(da.transpose(axis, "system").values, dtype=np.float64))
+        return RiskSet(np.full(inf.shape[0], inf.shape[1]), inf.sum(axis=1), inf.shape[1])
+    not_formed = count("formation_censored")
+    if stat == "formation_time" and not_formed is not None:
+        return RiskSet(np.full(not_formed.shape, runs), not_formed, runs)
+    one, merged_not = count("first_merge_one_cluster"), count("first_merge_censored")
+    if stat == "first_merge_time" and all(v is not None for v in (not_formed, one, merged_not)):
+        # over the systems that formed two or more clusters (particles.analysis.ensemble)
+        return RiskSet(runs - not_formed - one, merged_not, runs,
+                       {"formed one cluster": one, "never formed": not_formed})
+    return None
+
+
 def _kuramoto_gamma(ds: Any) -> float | None:
     """Half-width of the Lorentzian frequencies of a Kuramoto sweep panel, else None."""
     if str(sweep_setting(ds, "model", "")) != "kuramoto":
@@ -554,6 +589,7 @@ def plot_sweep_curve(
     theory: bool = True,
     log: bool | None = None,
     ax: Axes | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> Axes:
     """Any statistic of a sweep against any grid axis.
 
@@ -582,6 +618,13 @@ def plot_sweep_curve(
     log : bool, optional
         Log y axis (default: for :data:`LOG_STATISTICS`).
     ax : matplotlib Axes, optional
+    report : callable, optional
+        :data:`CENSORED_STATISTICS` (times to an event, censored at the last
+        save time T): called with one line per point giving the quartiles
+        (``> T`` where censored) and the systems at risk.  Those statistics
+        also mark a quartile or median beyond T (dashed to T, open triangles)
+        and write the systems at risk along the bottom
+        (:mod:`particles.plotting.censored`).
 
     Returns
     -------
@@ -612,15 +655,18 @@ def plot_sweep_curve(
             raise ValueError(f"clusters must be one of {ks[0]}..{ks[-1]}, got {k}")
         da = da.sel(clusters=k)
         label_extra = f", {k} cluster{'s' if k != 1 else ''}"
+    if times is not None and len(times) and "time" not in da.dims:
+        raise ValueError(f"times (--times) are not used by {stat}, which has no time "
+                         "dimension")
     ax = ax if ax is not None else _new_axes()
     x = _x_values(ds, axis, ax)
+    T = float(ds["time"].values[-1]) if stat in CENSORED_STATISTICS else None
+    quartiles = None
     if "system" in da.dims:  # per-system values: median and quartiles over the systems
         values = np.asarray(da.transpose(axis, "system").values, dtype=np.float64)
-        qs = np.quantile(values, [0.25, 0.5, 0.75], axis=1, method="inverted_cdf")
-        ax.plot(x, qs[1], color=_COLORS[0], marker="o", ms=3, label="median over systems")
-        ok = np.isfinite(qs[0]) & np.isfinite(qs[2])
-        ax.fill_between(x, np.where(ok, qs[0], np.nan), np.where(ok, qs[2], np.nan),
-                        color=_COLORS[0], alpha=0.25, lw=0)
+        quartiles = np.quantile(values, [0.25, 0.5, 0.75], axis=1, method="inverted_cdf")
+        draw_quartiles(ax, x, *quartiles, color=_COLORS[0], label="median over systems",
+                       censor_at=T)
     elif "time" in da.dims:
         for j, t in enumerate(_nearest_times(ds, times)):
             sub = da.sel(time=t)
@@ -632,11 +678,21 @@ def plot_sweep_curve(
                 ax.plot(x, np.asarray(sub.transpose(axis).values, float), color=color,
                         marker="o", ms=3, label=f"t = {time_text(t)}{label_extra}")
     elif "quantile" in da.dims:
-        _band(ax, x, da.transpose(axis, "quantile"), _COLORS[0], "median, quartiles")
+        quartiles = _band(ax, x, da.transpose(axis, "quantile"), _COLORS[0],
+                          "median, quartiles", censor_at=T)
     else:
         ax.plot(x, np.asarray(da.transpose(axis).values, float), color=_COLORS[0], marker="o",
                 ms=3, label=_label(stat))
-    drawn = [np.asarray(ln.get_ydata(), dtype=np.float64) for ln in ax.get_lines()]
+    drawn = [np.asarray(ln.get_ydata(), dtype=np.float64) for ln in ax.get_lines()
+             if ln.get_gid() != CENSORED]
+    risk = _risk(ds, stat, axis, da) if T is not None and quartiles is not None else None
+    if risk is not None:
+        write_at_risk(ax, x, risk)
+        if report is not None:
+            fixed = [f"{k}={_fmt(v)}" for k, v in (where or {}).items()]
+            names = [", ".join([*fixed, f"{axis}={_fmt(v)}"]) for v in ds[axis].values]
+            for line in risk_lines(names, *quartiles, risk, T):
+                report(line)
     if not any(np.isfinite(y).any() for y in drawn):
         ax.text(0.5, 0.5, "not reached by any system (∞)", transform=ax.transAxes,
                 ha="center", va="center", color="0.4")
@@ -678,7 +734,8 @@ def sweep_figure(
     **options
         Passed to :func:`plot_phase_diagram` (delta, axis, theory),
         :func:`plot_cluster_counts` (times, axis) or :func:`plot_sweep_curve`
-        (stat, axis, times, delta, clusters, theory, log).
+        (stat, axis, times, delta, clusters, theory, log, report; ``report``
+        is dropped for the other kinds).
 
     Returns
     -------
@@ -698,6 +755,8 @@ def sweep_figure(
         if stat is None:
             raise ValueError("the curve kind needs a statistic (stat=..., --stat)")
         options = {"stat": stat, **options}
+    else:
+        options.pop("report", None)  # only curves of censored times report
     picked = _pick(ds, where)
     axis = options.get("axis")
     if axis is None:

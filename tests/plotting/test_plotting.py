@@ -155,3 +155,28 @@ def test_clusters_figure_does_not_draw_a_spread_state_as_one_cluster():
     assert shown.sum() == y.size
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "spread (no clusters)" in labels
+
+
+def test_times_beyond_the_run_are_refused(tmp_path):
+    """Issue 38 item 6: ``plot --times 1e9`` drew the last frame (t = 1000) and
+    exited 0; a time outside the saved frames is one line, exit 2, naming
+    --times and the file's time range, before the file's frames are loaded."""
+    from clitools import invoke, ok, usage_error
+
+    from particles.plotting.frames import nearest_frames
+
+    path = write_file(tmp_path / "run.h5", collapsing(2))
+    out = tmp_path / "p.png"
+    for kind in ("histogram", "sphere"):
+        usage_error(invoke("plot", path, "--kind", kind, "--times", "1,1e9", "--out", out),
+                    "--times", "[0, 1000]", "1e+09")
+        assert not out.exists()
+    with pytest.raises(ValueError, match=r"times must lie in \[0, 1000\]"):
+        make_figure(collapsing(2), "histogram", times=[2000.0])
+    # kinds that draw no chosen time refuse --times rather than ignore it
+    usage_error(invoke("plot", path, "--kind", "clusters", "--times", "5", "--out", out),
+                "--times", "not used by --kind clusters")
+    # a time typed as printed (4 digits) is the last frame; inside the range: nearest frames
+    assert nearest_frames(TIMES, [999.99, 1000.04]).tolist() == [TIMES.size - 1]
+    assert nearest_frames(TIMES, [0.0, 2.5, 0.31]).tolist() == [0, 1, 3]
+    ok(invoke("plot", path, "--kind", "histogram", "--times", "0,1000", "--out", out))

@@ -369,3 +369,89 @@ def test_grid_values_and_times_are_rounded_for_display():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("t = 1.024e+04" in lab for lab in labels), labels
     assert ds.beta.values[2] == 0.30000000000000004 and ds.time.values[2] == 10235.3
+
+
+def test_cli_times_beyond_the_sweep_are_refused(sweep_file, tmp_path):
+    """Issue 38 item 6: --times past the sweep's last save time drew the last
+    time; --times given to a statistic with no time axis was ignored."""
+    from clitools import invoke, usage_error
+
+    out = tmp_path / "p.png"
+    usage_error(invoke("plot", sweep_file, "--kind", "clusters", "--times", "1,99", "--out", out),
+                "--times", "[0, 2]", "99")
+    usage_error(invoke("plot", sweep_file, "--kind", "curve", "--stat", "first_merge_time",
+                       "--times", "1", "--out", out), "--times", "no time dimension")
+    assert not out.exists()
+
+
+def _censored_sweep() -> xr.Dataset:
+    """64 runs per beta, T = 6: at beta = 2 the upper quartile of the first merge is
+    not reached, at beta = 4 neither is the median; at beta = 2 only 2 systems are at
+    risk (61 formed one cluster, 1 never formed)."""
+    ds = synthetic({"beta": BETAS}, runs=64)
+    fm = np.array([[1.0, 1.5, 2.0, 3.0, 4.0],
+                   [1.0, 2.0, 2.5, 3.5, np.inf],
+                   [1.0, 2.0, 3.0, np.inf, np.inf],
+                   [2.0, 4.0, np.inf, np.inf, np.inf],
+                   [np.nan] * 5])
+    ds["first_merge_time"] = (("beta", "quantile"), fm)
+    ds["formation_censored"] = ("beta", np.array([0, 0, 1, 0, 64]))
+    ds["first_merge_one_cluster"] = ("beta", np.array([0, 10, 61, 0, 0]))
+    ds["first_merge_censored"] = ("beta", np.array([0, 1, 1, 40, 0]))
+    return ds
+
+
+def test_censored_quartiles_are_marked_not_dropped():
+    """Issue 38 item 9: an upper quartile (or median) beyond T was left out of the
+    picture without a word; now it is dashed up to T with an open triangle there,
+    and the legend says "censored"."""
+    from matplotlib.collections import LineCollection
+
+    from particles.plotting.censored import CENSORED
+
+    ds = _censored_sweep()
+    ax = plot_sweep_curve(ds, "first_merge_time")
+    T = 6.0  # the sweep's last save time: where the systems without a merge are censored
+    marks = [ln for ln in ax.get_lines() if ln.get_gid() == CENSORED]
+    upper = next(ln for ln in marks if "upper quartile > T = 6" in ln.get_label())
+    median = next(ln for ln in marks if "median > T = 6" in ln.get_label())
+    assert upper.get_xdata().tolist() == [2.0, 4.0] and set(upper.get_ydata()) == {T}
+    assert median.get_xdata().tolist() == [4.0] and median.get_marker() == "^"
+    (dashed,) = [c for c in ax.collections
+                 if isinstance(c, LineCollection) and c.get_gid() == CENSORED]
+    segments = [s.tolist() for s in dashed.get_segments()]
+    assert segments == [[[2.0, 2.0], [2.0, T]], [[4.0, 4.0], [4.0, T]]]  # from the lower quartile
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sum("censored" in lab for lab in labels) == 2, labels
+
+
+def test_systems_at_risk_are_given_per_point():
+    """Issue 38 item 9: the beta = 2 median rested on 2 of 64 systems and nothing
+    said so: the systems at risk label a top axis and come as one line per point."""
+    ds = _censored_sweep()
+    lines: list[str] = []
+    ax = plot_sweep_curve(ds, "first_merge_time", report=lines.append)
+    (top,) = [c for c in ax.child_axes]
+    assert [t.get_text() for t in top.get_xticklabels()] == ["64", "54", "2", "64", "0"]
+    assert "of 64" in top.get_xlabel()
+    assert len(lines) == 5
+    assert lines[2] == ("beta=2: median 3, quartiles 2 .. > 6; 2 of 64 systems at risk, "
+                        "1 censored at T = 6, 61 formed one cluster, 1 never formed")
+    assert lines[3].startswith("beta=4: median > 6, quartiles 4 .. > 6; 64 of 64")
+    assert lines[4] == "beta=8: undefined, no system at risk (of 64, 64 never formed)"
+    # formation: every system is at risk; per-system times: inf is censored
+    plot_sweep_curve(ds, "single_cluster_time", report=lines.append)
+    assert lines[-1].endswith("64 of 64 systems at risk, 1 censored at T = 6")
+
+
+def test_cli_prints_the_systems_at_risk(sweep_file, tmp_path):
+    from clitools import invoke, ok
+
+    out = tmp_path / "c.png"
+    result = invoke("plot", sweep_file, "--kind", "curve", "--stat", "first_merge_time",
+                    "--out", out)
+    ok(result)
+    lines = result.output.splitlines()
+    assert lines[0] == str(out)
+    assert [ln.split(":")[0] for ln in lines[1:]] == ["beta=1", "beta=5"]
+    assert all("of 9" in ln for ln in lines[1:]), lines

@@ -104,3 +104,24 @@ def test_a_figure_records_what_made_it_in_its_metadata(tmp_path, ext):
         assert read_record(out)["seed"] == "123456789012345678901234567"
     else:  # PDF Subject, SVG Description: the record as JSON text
         assert b"123456789012345678901234567" in out.read_bytes()
+
+
+def test_compare_title_names_each_files_seed():
+    """Issue 38 item 8: ``--kind compare`` titled a particle run drawn with seed 5
+    with the field's seed 3 only, as if both came from seed 3."""
+    from particles.meanfield import MeanFieldConfig, solve
+    from particles.plotting.density import compare_figure
+    from particles.trajectory import Trajectory
+
+    field = solve(MeanFieldConfig(model="usa", beta=2.0, modes=32, T=1.0, save_every=0.5,
+                                  init="modes:k=2,eps=0.05", seed=3))
+    theta = np.random.default_rng(0).uniform(0, 2 * np.pi, 16)
+    x = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
+    times = np.asarray(field.times)
+    run = Trajectory(times=times, steps=np.arange(times.size),
+                     positions=np.repeat(x[None], times.size, axis=0), observables={},
+                     config=SimulationConfig(n=16, d=2, beta=2.0, model="usa", seed=5))
+    title = compare_figure(field, run).get_suptitle()
+    particles_side, field_side = title.split("  vs  ")
+    assert "seed 5" in particles_side and "seed 3" not in particles_side, title
+    assert "seed 3" in field_side, title
