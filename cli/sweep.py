@@ -10,12 +10,16 @@ from particles_cli.options import CONFIG_OPTIONS, default_text
 from particles.sweep.backends import DEFAULT_TIMEOUT, check_timeout
 from particles.sweep.grid import FIXED_ONLY, GRID_FIELDS, field_kind, stop_refusal
 
+#: help of the fields that are no ``simulate`` option.
+_HELP = {"masses": "Token masses m_j > 0, one per token: M1,M2,...",
+         "max_steps": "Upper bound on the steps of one run (guards adaptive runs that stall)."}
+
 
 def _help_of(field: str) -> str:
     """The ``simulate`` help of a field's option."""
     decorate = dict(CONFIG_OPTIONS).get(field)
     if decorate is None:
-        return field.replace("_", " ") + "."
+        return _HELP.get(field, field.replace("_", " ") + ".")
 
     @decorate
     def probe() -> None:  # pragma: no cover - never called
@@ -129,6 +133,7 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
         raise click.UsageError(stop_refusal("until_clusters"))
     given = {k: v for k, v in options.items() if v is not None}
     sweep_keys: dict = {}
+    values: dict = {}
     try:
         values: dict = read_sweep_file(config_file) if config_file else {}
         sweep_keys = {k: values.pop(k) for k in SESSION_KEYS if k in values}
@@ -158,9 +163,12 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
                                          eps=eps, positions=keep_positions)
     except SweepError as exc:
         # a value from the file: say so, naming its key
-        key = next((k for k in sweep_keys if f"--{k.replace('_', '-')}" in str(exc)),
-                   None) if config_file else None
-        _fail(SweepError(f"{exc} (key {key} in {config_file})") if key else exc)
+        key = next((k for k in sweep_keys if f"--{k.replace('_', '-')}" in str(exc)), None)
+        field = getattr(exc, "field", None)
+        if field in values and field not in given:
+            key = field
+        _fail(SweepError(f"{exc} (key {key} in {config_file})") if key and config_file
+              else exc)
     if chunk is not None and chunk < 1:
         raise click.BadParameter(f"must be a positive integer, got {chunk}",
                                  param_hint="'--chunk'")

@@ -190,6 +190,8 @@ def parse_value(name: str, text: str) -> tuple[Any, ...]:
     if not text:
         raise SweepError(f"{option_name(name)}: empty value")
     kind = field_kind(name)
+    if name == "masses":  # one value: a number per token
+        return (tuple(_number(name, x.strip(), float) for x in text.split(",")),)
     if name in FIXED_ONLY:
         return (text,)
     if kind is not str and text.count(":") == 2 and "," not in text:
@@ -258,16 +260,36 @@ def read_sweep_file(path: str | Path) -> dict[str, Any]:
         if isinstance(value, list) and (
                 key in VALUE_LISTS or (key == "omega" and not all(isinstance(v, str)
                                                                   for v in value))):
+            if key in NUMBER_LISTS:
+                _check_numbers(path, key, value)
             out[key] = (tuple(value),)
         elif isinstance(value, list):
             if not value:
                 raise SweepError(f"{path}: {key} is an empty list")
             out[key] = tuple(value)
         elif isinstance(value, str):
-            out[key] = parse_value(key, value)
+            try:
+                out[key] = parse_value(key, value)
+            except SweepError as exc:
+                raise SweepError(f"{path}: key {key}: {exc}") from None
         else:
             out[key] = (value,)
     return out
+
+
+#: list values that are numbers (nested for a matrix).
+NUMBER_LISTS = ("masses", "Q", "K", "V")
+
+
+def _check_numbers(path: Path, key: str, value: list) -> None:
+    """Refuse a TOML list of ``key`` that is not numbers (a ragged matrix, text)."""
+    try:  # the shape is checked with the configuration
+        np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        what = ("a list of numbers, one per token" if key == "masses"
+                else "a (d, d) list of rows of numbers")
+        raise SweepError(f"{path}: key {key}: {option_name(key)} must be {what}, "
+                         f"got {value!r}") from None
 
 
 def _jsonable(value: Any) -> Any:
@@ -437,7 +459,9 @@ class SweepSpec:
                 name = getattr(exc, "field", None)
                 if name in _FIELDS and text.startswith(name):
                     text = option_name(name) + text[len(name):]
-                raise SweepError(text + where) from None
+                error = SweepError(text + where)
+                error.field = name  # the CLI names the key of a value from a file
+                raise error from None
             if config.init == "array":
                 raise SweepError("--init: a sweep draws its initial positions (no arrays)")
             if config.weight_draws != "shared":
