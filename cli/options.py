@@ -331,7 +331,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
     Raises
     ------
     click.BadParameter
-        Unreadable TOML or unknown keys.
+        Unreadable TOML, unknown keys, or a value of ``init``, ``Q``, ``K``,
+        ``V`` or ``masses`` that cannot be read (naming its key).
     """
     hint = "'--config'"
     try:
@@ -350,15 +351,36 @@ def read_config_file(path: Path) -> dict[str, Any]:
             param_hint=hint,
         )
     base = path.parent
-    try:
-        if isinstance(data.get("init"), str):
-            data["init"] = parse_init_value(data["init"], base)
-        for m in ("Q", "K", "V"):
-            if m in data:
-                data[m] = parse_matrix_value(data[m], base)
-    except ValueError as exc:
-        raise click.BadParameter(f"{path}: {exc}", param_hint=hint) from None
+    for key in ("init", "Q", "K", "V", "masses"):
+        if key in data:
+            try:
+                data[key] = _file_value(key, data[key], base)
+            except ValueError as exc:  # naming the key, as build_config does
+                raise click.BadParameter(str(exc), param_hint=f"'{key}' in {path}") from None
     return data
+
+
+def _file_value(key: str, value: Any, base: Path) -> Any:
+    """A ``--config`` value of ``init``, a matrix or ``masses``, read (paths relative
+    to ``base``) or checked to be numbers.
+
+    Raises
+    ------
+    ValueError
+        One line, saying what the key takes.
+    """
+    if key == "init":
+        return parse_init_value(value, base) if isinstance(value, str) else value
+    if key != "masses" and isinstance(value, str):
+        return parse_matrix_value(value, base)
+    try:  # nested lists of numbers; the shape is checked by SimulationConfig
+        np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        what = ("a list of numbers, one per token" if key == "masses" else
+                f"identity, minus-identity, a PATH.npy file (as --{key}) or a (d, d) "
+                "list of rows of numbers")
+        raise ValueError(f"{key} must be {what}, got {value!r}") from None
+    return value
 
 
 def given_values(options: dict[str, Any], config_file: Path | None) -> dict[str, Any]:

@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import click
 from particles_cli.options import CONFIG_OPTIONS, default_text
 
-from particles.config import SimulationConfig
 from particles.sweep.backends import DEFAULT_TIMEOUT, check_timeout
-from particles.sweep.grid import FIXED_ONLY, NOT_SWEPT, field_kind
+from particles.sweep.grid import FIXED_ONLY, GRID_FIELDS, field_kind, stop_refusal
 
-_FIELDS = [f.name for f in dataclasses.fields(SimulationConfig) if f.name not in NOT_SWEPT]
+#: help of the fields that are no ``simulate`` option.
+_HELP = {"masses": "Token masses m_j > 0, one per token: M1,M2,...",
+         "max_steps": "Upper bound on the steps of one run (guards adaptive runs that stall)."}
 
 
 def _help_of(field: str) -> str:
     """The ``simulate`` help of a field's option."""
     decorate = dict(CONFIG_OPTIONS).get(field)
     if decorate is None:
-        return field.replace("_", " ") + "."
+        return _HELP.get(field, field.replace("_", " ") + ".")
 
     @decorate
     def probe() -> None:  # pragma: no cover - never called
@@ -30,7 +30,7 @@ def _help_of(field: str) -> str:
 
 def _grid_options(f):
     """One string option per configuration field: a value, ``A,B,C`` or ``START:STOP:NUM``."""
-    for field in reversed(_FIELDS):
+    for field in reversed(GRID_FIELDS):
         if field in FIXED_ONLY:
             form, more = "VALUE", ""
         elif field_kind(field) is str:
@@ -94,12 +94,18 @@ class SweepGroup(click.Group):
 @click.option("--scheduler-timeout", type=float, metavar="SECONDS",
               help="Seconds to wait for the Dask scheduler to answer, retrying one still "
               f"starting up (default {DEFAULT_TIMEOUT:g}).")
+@click.option("--max-wall", type=float, metavar="SECONDS",
+              help="Pause the sweep after this many seconds of wall time: at the first task "
+              "that finishes after them, every finished task kept and the running ones "
+              "stopped; --resume continues it.")
+@click.option("--until-clusters", type=str, hidden=True,
+              help="Refused: it stops single runs (particles simulate) only.")
 @click.pass_context
 def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | None,
           config_file: Path | None, out: Path, overwrite: bool, resume: bool, dry_run: bool,
           no_size_check: bool, keep_positions: bool, chunk: int | None, processes: int | None,
           scheduler: str | None, scheduler_file: Path | None, scheduler_timeout: float | None,
-          **options: str | None) -> None:
+          max_wall: float | None, until_clusters: str | None, **options: str | None) -> None:
     """Run ensembles over a grid of parameters into one sweep file.
 
     Every simulate option takes a value, a list A,B,C or an inclusive range
@@ -115,13 +121,22 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
     if ctx.invoked_subcommand is not None:
         return
     from particles.errors import SweepError
-    from particles.sweep.grid import SweepSpec, parse_value, read_sweep_file
+    from particles.sweep.grid import (
+        SESSION_KEYS,
+        SweepSpec,
+        check_max_wall,
+        parse_value,
+        read_sweep_file,
+    )
 
+    if until_clusters is not None:  # not recorded and ignored: refused
+        raise click.UsageError(stop_refusal("until_clusters"))
     given = {k: v for k, v in options.items() if v is not None}
     sweep_keys: dict = {}
+    values: dict = {}
     try:
         values: dict = read_sweep_file(config_file) if config_file else {}
-        sweep_keys = {k: values.pop(k) for k in ("runs", "delta", "seed", "eps") if k in values}
+        sweep_keys = {k: values.pop(k) for k in SESSION_KEYS if k in values}
         # click fills ctx.params in command-line order: the order of the axes
         order = [k for k in ctx.params if k in given]
         for k in order:
@@ -138,15 +153,22 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
             eps = sweep_keys["eps"]
         if seed is None:
             seed = sweep_keys.get("seed")
+        if max_wall is None:
+            max_wall = sweep_keys.get("max_wall")
+        if max_wall is not None:
+            max_wall = check_max_wall(max_wall)
         spec = None
         if not resume or values:
             spec = SweepSpec.from_values(values, runs=runs, deltas=delta_values, seed=seed,
                                          eps=eps, positions=keep_positions)
     except SweepError as exc:
         # a value from the file: say so, naming its key
-        key = next((k for k in sweep_keys if f"--{k}" in str(exc)), None) if config_file \
-            else None
-        _fail(SweepError(f"{exc} (key {key} in {config_file})") if key else exc)
+        key = next((k for k in sweep_keys if f"--{k.replace('_', '-')}" in str(exc)), None)
+        field = getattr(exc, "field", None)
+        if field in values and field not in given:
+            key = field
+        _fail(SweepError(f"{exc} (key {key} in {config_file})") if key and config_file
+              else exc)
     if chunk is not None and chunk < 1:
         raise click.BadParameter(f"must be a positive integer, got {chunk}",
                                  param_hint="'--chunk'")
@@ -171,7 +193,8 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
     if dry_run:
         return
     run_it(spec, out, overwrite=overwrite, resume=resume, chunk=chunk, processes=processes,
-           scheduler=scheduler, scheduler_file=scheduler_file, timeout=scheduler_timeout)
+           scheduler=scheduler, scheduler_file=scheduler_file, timeout=scheduler_timeout,
+           max_wall=max_wall)
 
 
 def _floats(option: str, text: str) -> list[float]:
@@ -225,8 +248,9 @@ def _dry_run(spec, out: Path, chunk: int | None, resume: bool) -> None:
 
 def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
            processes: int | None, scheduler: str | None, scheduler_file: Path | None,
-           timeout: float | None = None) -> None:
-    """Run the sweep and report (one line per outcome; exit 128 + signal on a stop)."""
+           timeout: float | None = None, max_wall: float | None = None) -> None:
+    """Run the sweep and report (one line per outcome; exit 128 + signal on a stop,
+    0 when paused by ``max_wall``, as ``simulate --max-wall``)."""
     from particles_cli.session import run_session
 
     from particles.errors import SweepError
@@ -244,14 +268,19 @@ def run_it(spec, out: Path, *, overwrite: bool, resume: bool, chunk: int | None,
     def start(should_stop):
         try:
             return run_sweep(spec, out, overwrite=overwrite, resume=resume, backend=backend,
-                             chunk=chunk, progress=True, should_stop=should_stop)
+                             chunk=chunk, progress=True, should_stop=should_stop,
+                             max_wall=max_wall)
         finally:
             backend.close()
 
     def report(result) -> list[str]:
-        return [f"{result.spec.points} grid points x {result.spec.runs} systems, complete; "
-                f"{result.tasks_run} tasks ({result.systems_run} systems) run in "
-                f"{result.seconds:.1f} s"]
+        ran = (f"{result.tasks_run} tasks ({result.systems_run} systems) run in "
+               f"{result.seconds:.1f} s")
+        if not result.complete:
+            return [f"paused by --max-wall {max_wall:g} s: {out} {result.describe()}, marked "
+                    f"incomplete; {ran}; continue with: particles sweep --resume --out {out}"]
+        return [f"{result.spec.points} grid points x {result.spec.runs} systems, "
+                f"complete; {ran}"]
 
     run_session(start, out=out, command="particles sweep", report=report,
                 report_kept=False, unit="system")
@@ -273,7 +302,7 @@ def export(path: Path, csv_out: Path, variables: str | None, overwrite: bool) ->
         rows = export_csv(path, csv_out, variables=names, overwrite=overwrite)
     except OutputPathError as exc:
         raise click.BadParameter(str(exc), param_hint="'--csv'") from None
-    except SweepError as exc:
+    except (SweepError, ImportError) as exc:  # ImportError: the tables extra is missing
         _fail(exc)
     click.echo(str(csv_out))
     click.echo(f"{rows} rows")

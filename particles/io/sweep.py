@@ -59,8 +59,8 @@ from particles.errors import OutputWriteError, SweepError
 from particles.io.hdf5 import (
     FLUSH_INTERVAL,
     RESERVE_MARGIN,
-    SCHEMA_VERSION,
     Reserve,
+    check_schema,
     close_file,
     close_quietly,
     create_file,
@@ -72,9 +72,9 @@ from particles.io.hdf5 import (
 )
 from particles.io.kinds import Example, register
 
-__all__ = ["FORMAT", "KIND", "SWEEP", "SweepHeader", "SweepLayout", "SweepWriter", "TaskRows",
-           "check_layout", "is_sweep", "is_sweep_file", "open_sweep", "read_contents",
-           "read_header", "read_stats", "read_systems"]
+__all__ = ["DAMAGE", "FORMAT", "KIND", "STATS", "SWEEP", "SweepHeader", "SweepLayout",
+           "SweepWriter", "TaskRows", "check_layout", "damaged", "is_sweep", "is_sweep_file",
+           "open_sweep", "read_contents", "read_header", "read_stats", "read_systems"]
 
 #: ``/parameters`` attribute ``kind`` of a sweep file.
 KIND = "sweep"
@@ -89,6 +89,28 @@ FRAME_DATASETS = ("pair_counts", "cluster_count", "energy", "order_parameter")
 #: per-system scalars.
 SYSTEM_DATASETS = ("formation_time", "first_merge_time", "single_cluster_time")
 
+#: the statistics a complete file of this format holds: name -> dimensions after
+#: the grid axes (computed by :mod:`particles.sweep.aggregate`, which says what each is).
+STATS: dict[str, tuple[str, ...]] = {
+    "pair_fraction": ("time", "delta"),
+    "cluster_distribution": ("time", "clusters"),
+    "spread_fraction": ("time",),
+    "cluster_mean": ("time",),
+    "cluster_quantile": ("time", "quantile"),
+    "energy_mean": ("time",),
+    "order_parameter_mean": ("time",),
+    "formation_time": ("quantile",),
+    "first_merge_time": ("quantile",),
+    "formation_censored": (),
+    "first_merge_censored": (),
+    "first_merge_one_cluster": (),
+    "single_cluster_time": ("system",),
+}
+
+#: what reading a damaged file raises, from h5py, NumPy and json: each becomes one
+#: line naming the file (:func:`damaged`).
+DAMAGE = (KeyError, ValueError, TypeError, AttributeError, IndexError, OSError, RuntimeError)
+
 #: target bytes of one HDF5 chunk of a per-system dataset.
 _CHUNK_BYTES = 2**20
 
@@ -96,6 +118,20 @@ _CHUNK_BYTES = 2**20
 def sweep_error(path: Path, reason: str) -> SweepError:
     """A one-line :class:`SweepError`: ``PATH: reason``."""
     return SweepError(f"{path}: {' '.join(str(reason).split())}")
+
+
+def damaged(path: Path, exc: BaseException | str) -> SweepError:
+    """``PATH: damaged sweep file (...)``: what a reader met, in one line."""
+    why = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    return sweep_error(path, f"damaged sweep file ({why})")
+
+
+def _number(value: Any, kind: type = int) -> int | float:
+    """A scalar attribute as ``kind`` (int: integers and booleans only)."""
+    a = np.asarray(value)
+    if a.ndim or a.dtype.kind not in ("iub" if kind is int else "iubf"):
+        raise TypeError(f"{value!r} is not a{'n integer' if kind is int else ' number'}")
+    return kind(a)
 
 
 @dataclass(frozen=True)
@@ -143,8 +179,12 @@ class SweepHeader:
 
 
 def is_sweep(f: h5py.File) -> bool:
-    """Whether an open file is a sweep file."""
-    return file_kind(f) == KIND
+    """Whether an open file is a sweep file (never raises)."""
+    try:
+        kind = file_kind(f)
+    except DAMAGE:
+        return False
+    return isinstance(kind, str) and kind == KIND
 
 
 def is_sweep_file(path: str | Path) -> bool:
@@ -157,16 +197,13 @@ def is_sweep_file(path: str | Path) -> bool:
 
 
 def open_sweep(path: str | Path) -> h5py.File:
-    """Open a sweep file read-only, with one-line errors (:class:`SweepError`)."""
+    """Open a sweep file read-only, with one-line errors (:class:`SweepError`): the
+    file is checked first (:func:`check_layout`)."""
     path = Path(path)
     f, _ = open_read(path, sweep_error, "sweep")
     try:
         if not is_sweep(f):
             raise sweep_error(path, "not a particles sweep file (no /parameters kind='sweep')")
-        schema = int(f["parameters"].attrs.get("particles_schema", 0))
-        if "sweep" in f and (schema > SCHEMA_VERSION
-                             or int(f["sweep"].attrs.get("format", 0)) > FORMAT):
-            raise sweep_error(path, "written by a newer version of particles; upgrade to read it")
         check_layout(f, path)
     except BaseException:
         f.close()
@@ -175,54 +212,112 @@ def open_sweep(path: str | Path) -> h5py.File:
 
 
 def check_layout(f: h5py.File, path: Path) -> None:
-    """Check the layout of an open sweep file (metadata only: shapes, the JSON
-    attributes), so that every reader meets a whole file or one line naming
-    what is wrong.
+    """Check an open sweep file, so that every reader meets a whole file or one line
+    naming what is wrong: the versions, every attribute and dataset the readers use
+    (types and shapes), and that a file marked complete has every system done and
+    every statistic.
 
     Raises
     ------
     SweepError
-        ``PATH: damaged sweep file (...)``.
+        ``PATH: damaged sweep file (...)``, or a file of a newer version.
     """
     try:
-        json.loads(f["parameters"].attrs["sweep"])
-        g = f["sweep"]
-        axes = json.loads(g.attrs["axes"])
-        points, runs = int(g.attrs["points"]), int(g.attrs["runs"])
-        sizes = {k: g["axes"][k].shape[0] for k in axes}
-        sizes.update(time=g["time"].shape[0], delta=g["delta"].shape[0],
-                     quantile=g["quantile"].shape[0], clusters=g["clusters"].shape[0],
-                     system=runs)
-        problems = []
-        if math.prod(sizes[k] for k in axes) != points or g["configs"].shape != (points,):
-            problems.append(f"{points} grid points, but axes of {[sizes[k] for k in axes]} "
-                            f"values and {g['configs'].shape[0]} configurations")
-        if g["done"].shape != (points, runs):
-            problems.append(f"done flags of shape {g['done'].shape}, not {(points, runs)}")
-        systems = g["systems"]
-        for name in (*FRAME_DATASETS, *SYSTEM_DATASETS):
-            ds = systems[name]
-            frames = (sizes["time"],) if name in FRAME_DATASETS else ()
-            if ds.shape[:2 + len(frames)] != (points, runs, *frames):
-                problems.append(f"systems/{name} of shape {ds.shape} for {points} points, "
-                                f"{runs} systems" + (f", {sizes['time']} save times"
-                                                     if frames else ""))
-        for name, ds in g["stats"].items():
-            dims = json.loads(ds.attrs["dims"])
-            want = tuple(sizes.get(d, -1) for d in dims)
-            if ds.shape != want:
-                problems.append(f"statistic {name} of shape {ds.shape}, its dimensions "
-                                f"{dims} being {want}")
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        # a missing group or attribute, JSON that does not parse
-        raise sweep_error(path, f"damaged sweep file ({type(exc).__name__}: "
-                          f"{' '.join(str(exc).split())})") from None
+        problems = _problems(f, path)
+    except SweepError:
+        raise
+    except DAMAGE as exc:  # a missing group or attribute, JSON that does not parse
+        raise damaged(path, exc) from None
     if problems:
-        raise sweep_error(path, f"damaged sweep file ({problems[0]})")
+        raise damaged(path, problems[0])
+
+
+#: dtype kinds of a dataset, in words.
+_KIND_WORDS = {"f": "floats", "iu": "integers", "OS": "text", "iub": "flags",
+               "OSiuf": "numbers or text", "iubf": "numbers"}
+
+
+def _problems(f: h5py.File, path: Path) -> list[str]:
+    """What is wrong with an open sweep file (raises what reading a damaged one raises)."""
+    params = f["parameters"]
+    check_schema(params, path, sweep_error)
+    g = f["sweep"]
+    if _number(g.attrs.get("format", 0)) > FORMAT:
+        raise sweep_error(path, "written by a newer version of particles; upgrade to read it")
+    for key in ("sweep", "seed", "config"):
+        if not isinstance(params.attrs[key], str):
+            return [f"/parameters {key} is not text"]
+    if not isinstance(json.loads(params.attrs["sweep"]), dict):
+        return ["/parameters sweep is not a JSON object"]
+    complete = _number(params.attrs.get("complete", 0))
+    axes = json.loads(g.attrs["axes"])
+    if not isinstance(axes, list) or not all(isinstance(k, str) for k in axes):
+        return [f"axes {axes!r} are not a list of names"]
+    points, runs = _number(g.attrs["points"]), _number(g.attrs["runs"])
+    _number(g.attrs["eps"], float)
+    kinds = {"time": "f", "delta": "f", "quantile": "f", "clusters": "iu", "configs": "OS",
+             "done": "iub"}
+    datasets = {k: g[k] for k in kinds}
+    datasets.update({f"axes/{k}": g["axes"][k] for k in axes})
+    datasets.update({f"systems/{k}": ds for k, ds in g["systems"].items()})
+    datasets.update({f"stats/{k}": ds for k, ds in g["stats"].items()})
+    problems = []
+    for name, ds in datasets.items():
+        want = kinds.get(name, "OSiuf" if name.startswith("axes/") else "iubf")
+        if not isinstance(ds, h5py.Dataset):
+            problems.append(f"{name} is not a dataset")
+        elif ds.dtype.kind not in want:
+            problems.append(f"{name} holds {ds.dtype}, not {_KIND_WORDS[want]}")
+    if problems:
+        return problems
+    sizes = {k: g["axes"][k].shape[0] for k in axes}
+    sizes.update(time=g["time"].shape[0], delta=g["delta"].shape[0],
+                 quantile=g["quantile"].shape[0], clusters=g["clusters"].shape[0],
+                 system=runs)
+    if math.prod(sizes[k] for k in axes) != points or g["configs"].shape != (points,):
+        problems.append(f"{points} grid points, but axes of {[sizes[k] for k in axes]} "
+                        f"values and {g['configs'].shape[0]} configurations")
+    if g["done"].shape != (points, runs):
+        problems.append(f"done flags of shape {g['done'].shape}, not {(points, runs)}")
+    systems = g["systems"]
+    for name in (*FRAME_DATASETS, *SYSTEM_DATASETS):
+        ds = systems[name]
+        frames = (sizes["time"],) if name in FRAME_DATASETS else ()
+        if ds.shape[:2 + len(frames)] != (points, runs, *frames):
+            problems.append(f"systems/{name} of shape {ds.shape} for {points} points, "
+                            f"{runs} systems" + (f", {sizes['time']} save times"
+                                                 if frames else ""))
+    for name, ds in g["stats"].items():
+        dims = json.loads(ds.attrs["dims"])
+        want = tuple(sizes.get(d, -1) for d in dims)
+        if name in STATS and dims != [*axes, *STATS[name]]:
+            problems.append(f"statistic {name} over {dims}, not {[*axes, *STATS[name]]}")
+        if ds.shape != want:
+            problems.append(f"statistic {name} of shape {ds.shape}, its dimensions "
+                            f"{dims} being {want}")
+    if complete not in (0, 1):
+        problems.append(f"completion flag {complete}")
+    elif complete and not problems:
+        undone = int(g["done"].size - np.count_nonzero(g["done"][()]))
+        if undone:
+            problems.append(f"marked complete, but {undone} of {g['done'].size} systems "
+                            "are not done")
+        # the statistics are written all at once: a complete file has all or none
+        missing = [k for k in STATS if k not in g["stats"]]
+        if 0 < len(missing) < len(STATS) and _number(g.attrs.get("format", 0)) >= FORMAT:
+            problems.append(f"marked complete, but without the statistics "
+                            f"{', '.join(missing)}")
+    return problems
 
 
 def read_header(path: str | Path) -> SweepHeader:
-    """The :class:`SweepHeader` of a sweep file."""
+    """The :class:`SweepHeader` of a sweep file.
+
+    Raises
+    ------
+    SweepError
+        Not a sweep file, or a damaged one (one line).
+    """
     path = Path(path)
     with open_sweep(path) as f:
         try:
@@ -230,27 +325,45 @@ def read_header(path: str | Path) -> SweepHeader:
             return SweepHeader(
                 path=path,
                 spec=str(f["parameters"].attrs["sweep"]),
-                complete=bool(f["parameters"].attrs.get("complete", 0)),
+                complete=bool(_number(f["parameters"].attrs.get("complete", 0))),
                 done=np.asarray(g["done"][()], dtype=bool),
                 times=np.asarray(g["time"][()]),
                 positions="positions" in g["systems"],
             )
-        except (KeyError, OSError, ValueError) as exc:
-            raise sweep_error(path, f"damaged sweep file ({type(exc).__name__}: {exc})") from None
+        except DAMAGE as exc:
+            raise damaged(path, exc) from None
 
 
 def read_systems(f: h5py.File, point: int, names: tuple[str, ...] | None = None
                  ) -> dict[str, np.ndarray]:
-    """Per-system results of one grid point, ``name -> (runs, ...)`` arrays."""
-    g = f["sweep/systems"]
-    names = tuple(g) if names is None else names
-    return {k: g[k][point] for k in names}
+    """Per-system results of one grid point, ``name -> (runs, ...)`` arrays.
+
+    Raises
+    ------
+    SweepError
+        A dataset that cannot be read (one line naming the file).
+    """
+    try:
+        g = f["sweep/systems"]
+        names = tuple(g) if names is None else names
+        return {k: g[k][point] for k in names}
+    except DAMAGE as exc:
+        raise damaged(Path(f.filename), exc) from None
 
 
 def read_stats(f: h5py.File) -> dict[str, tuple[np.ndarray, tuple[str, ...]]]:
-    """Aggregated statistics: ``name -> (values, dimension names)``."""
-    g = f["sweep/stats"]
-    return {k: (g[k][()], tuple(json.loads(g[k].attrs["dims"]))) for k in g}
+    """Aggregated statistics: ``name -> (values, dimension names)``.
+
+    Raises
+    ------
+    SweepError
+        A statistic that cannot be read (one line naming the file).
+    """
+    try:
+        g = f["sweep/stats"]
+        return {k: (g[k][()], tuple(json.loads(g[k].attrs["dims"]))) for k in g}
+    except DAMAGE as exc:
+        raise damaged(Path(f.filename), exc) from None
 
 
 def read_contents(path: str | Path) -> dict[str, Any]:
@@ -268,10 +381,9 @@ def read_contents(path: str | Path) -> dict[str, Any]:
     with open_sweep(path) as f:
         try:
             systems = {k: ds[()] for k, ds in f["sweep/systems"].items()}
-            return {"header": header, "systems": systems, "stats": read_stats(f)}
-        except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
-            raise sweep_error(path, f"damaged sweep file ({type(exc).__name__}: "
-                              f"{exc})") from None
+        except DAMAGE as exc:
+            raise damaged(path, exc) from None
+        return {"header": header, "systems": systems, "stats": read_stats(f)}
 
 
 def _chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:

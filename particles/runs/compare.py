@@ -151,7 +151,8 @@ def model_configs(
     ------
     ValueError
         Any invalid value, naming the argument (from
-        :class:`~particles.config.SimulationConfig`).
+        :class:`~particles.config.SimulationConfig`), and output times that
+        end at t = 0 (``T=0``).
     """
     if "kuramoto" not in models and (coupling != 1.0 or omega is not None):
         raise ConfigError(
@@ -177,6 +178,11 @@ def model_configs(
             coupling=coupling if kuramoto else 1.0,
             omega=omega if kuramoto else None,
         )
+    last = next(iter(configs.values())).output_times()[-1]
+    if not last > 0:  # every model would be the shared initial tokens: nothing compared
+        field, value = ("T", T) if save_times is None else ("save_times", save_times)
+        raise ConfigError(f"{field} must reach past t = 0 for a comparison (at t = 0 every "
+                          f"model holds the same initial tokens), got {value!r}", field)
     return configs
 
 

@@ -43,25 +43,9 @@ from __future__ import annotations
 import numpy as np
 
 from particles.analysis.ensemble import ensemble_stats
+from particles.io.sweep import STATS  # statistic -> dims after the grid axes
 
 __all__ = ["STATS", "aggregate_point"]
-
-#: statistic -> dimensions after the grid axes.
-STATS: dict[str, tuple[str, ...]] = {
-    "pair_fraction": ("time", "delta"),
-    "cluster_distribution": ("time", "clusters"),
-    "spread_fraction": ("time",),
-    "cluster_mean": ("time",),
-    "cluster_quantile": ("time", "quantile"),
-    "energy_mean": ("time",),
-    "order_parameter_mean": ("time",),
-    "formation_time": ("quantile",),
-    "first_merge_time": ("quantile",),
-    "formation_censored": (),
-    "first_merge_censored": (),
-    "first_merge_one_cluster": (),
-    "single_cluster_time": ("system",),
-}
 
 
 def aggregate_point(systems: dict[str, np.ndarray], *, n: int, times: np.ndarray,

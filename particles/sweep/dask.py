@@ -310,8 +310,9 @@ class DaskBackend:
         Exception
             The first exception a task raised (its own type), after its retries;
             the pending tasks are cancelled.
-        SweepError
-            A task killed too many workers, or the scheduler was lost.
+        WorkersLost
+            A task killed too many workers, or the scheduler was lost (also while
+            a finished task's result was being fetched from it).
         """
         from distributed import as_completed
         from distributed.client import FutureCancelledError
@@ -347,8 +348,13 @@ class DaskBackend:
                                       f"in a row (out of memory?): {' '.join(str(exc).split())}"
                                       ) from None
                 except FutureCancelledError:
-                    raise WorkersLost(f"lost the Dask scheduler at {self.address} (stopped or "
-                                      "restarted?): its tasks were cancelled") from None
+                    raise self._lost("its tasks were cancelled") from None
+                except OSError:
+                    if future.status == "error":
+                        raise  # the task's own error
+                    # CommClosedError: the scheduler went away while the result was fetched
+                    raise self._lost("the connection closed while a result was fetched"
+                                     ) from None
                 roundtrip = time.perf_counter() - submitted.pop(future.key)
                 future.release()
                 self.stats.append(TaskStat(envelope.worker, envelope.seconds,
@@ -356,6 +362,10 @@ class DaskBackend:
                 yield items[i], envelope.result
         finally:
             self._cancel(mine)
+
+    def _lost(self, what: str) -> WorkersLost:
+        return WorkersLost(f"lost the Dask scheduler at {self.address} (stopped or "
+                           f"restarted?): {what}")
 
     def _cancel(self, futures: dict[str, Any]) -> None:
         if futures and self.client is not None:

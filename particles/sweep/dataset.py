@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -9,10 +10,19 @@ from typing import Any
 import numpy as np
 
 from particles.errors import OutputPathError, SweepError
-from particles.io.sweep import open_sweep, read_stats, sweep_error
+from particles.io.sweep import DAMAGE, damaged, open_sweep, read_stats, sweep_error
 from particles.paths import check_output_path, put_in_place, same_file, temporary_path
 
 __all__ = ["export_csv", "load"]
+
+
+def _tables(name: str) -> Any:
+    """The module ``name`` (xarray, pandas), or an ImportError naming the extra."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise ImportError(f"reading a sweep's statistics as a table needs {name}: "
+                          "pip install 'attention-particles[tables]'", name=name) from None
 
 
 def load(path: str | Path) -> Any:
@@ -36,46 +46,59 @@ def load(path: str | Path) -> Any:
     Raises
     ------
     SweepError
-        Not a sweep file, or an unfinished sweep (resume it first).
+        Not a sweep file, a damaged one, or an unfinished sweep (resume it
+        first); one line naming the file.
+    ImportError
+        xarray is not installed (``pip install 'attention-particles[tables]'``).
     """
-    import xarray as xr
-
+    xr = _tables("xarray")
     path = Path(path)
     with open_sweep(path) as f:
-        params = f["parameters"]
-        if not int(params.attrs.get("complete", 0)):
-            done = int(np.asarray(f["sweep/done"][()]).sum())
-            total = int(np.prod(f["sweep/done"].shape))
-            raise sweep_error(path, f"unfinished sweep ({done} of {total} systems done); "
-                              "finish it with the original command and --resume")
-        g = f["sweep"]
-        axes = json.loads(g.attrs["axes"])
-        coords: dict[str, Any] = {}
-        for k in axes:
-            values = g["axes"][k][()]
-            if values.dtype.kind in "OS":
-                values = np.array([v.decode() if isinstance(v, bytes) else str(v)
-                                   for v in values])
-            coords[k] = values
-        runs = int(g.attrs["runs"])
-        coords["time"] = g["time"][()]
-        coords["delta"] = g["delta"][()]
-        coords["quantile"] = g["quantile"][()]
-        coords["clusters"] = g["clusters"][()]
-        coords["system"] = np.arange(runs)
-        data = {k: (dims, values) for k, (values, dims) in read_stats(f).items()}
-        attrs = {
-            "sweep": str(params.attrs["sweep"]),
-            "config": str(params.attrs["config"]),
-            "axes": json.dumps(axes),
-            "seed": str(params.attrs["seed"]),
-            "runs": runs,
-            "eps": float(g.attrs["eps"]),
-            "versions": json.dumps(dict(params["versions"].attrs)),
-        }
-    if not data:
-        raise sweep_error(path, "holds no statistics")
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+        try:
+            coords, data, attrs = _contents(f, path)
+            if not data:
+                raise sweep_error(path, "holds no statistics")
+            return xr.Dataset(data, coords=coords, attrs=attrs)
+        except SweepError:
+            raise
+        except DAMAGE as exc:
+            raise damaged(path, exc) from None
+
+
+def _contents(f: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The coordinates, data variables and attributes of an open sweep file."""
+    params = f["parameters"]
+    if not int(params.attrs.get("complete", 0)):
+        done = int(np.asarray(f["sweep/done"][()]).sum())
+        total = int(np.prod(f["sweep/done"].shape))
+        raise sweep_error(path, f"unfinished sweep ({done} of {total} systems done); "
+                          "finish it with the original command and --resume")
+    g = f["sweep"]
+    axes = json.loads(g.attrs["axes"])
+    coords: dict[str, Any] = {}
+    for k in axes:
+        values = g["axes"][k][()]
+        if values.dtype.kind in "OS":
+            values = np.array([v.decode() if isinstance(v, bytes) else str(v)
+                               for v in values])
+        coords[k] = values
+    runs = int(g.attrs["runs"])
+    coords["time"] = g["time"][()]
+    coords["delta"] = g["delta"][()]
+    coords["quantile"] = g["quantile"][()]
+    coords["clusters"] = g["clusters"][()]
+    coords["system"] = np.arange(runs)
+    data = {k: (dims, values) for k, (values, dims) in read_stats(f).items()}
+    attrs = {
+        "sweep": str(params.attrs["sweep"]),
+        "config": str(params.attrs["config"]),
+        "axes": json.dumps(axes),
+        "seed": str(params.attrs["seed"]),
+        "runs": runs,
+        "eps": float(g.attrs["eps"]),
+        "versions": json.dumps({k: str(v) for k, v in params["versions"].attrs.items()}),
+    }
+    return coords, data, attrs
 
 
 def export_csv(path: str | Path, out: str | Path, *, variables: tuple[str, ...] | None = None,
@@ -111,8 +134,10 @@ def export_csv(path: str | Path, out: str | Path, *, variables: tuple[str, ...] 
         directory cannot be written.
     SweepError
         ``path`` is not a finished sweep, or an unknown statistic.
+    ImportError
+        pandas or xarray is not installed (the ``tables`` extra).
     """
-    import pandas as pd
+    pd = _tables("pandas")
 
     if same_file(path, out):
         raise OutputPathError(f"{out} is the sweep file {path} itself; the export would "

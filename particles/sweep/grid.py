@@ -48,11 +48,16 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_DELTAS",
     "FIXED_ONLY",
+    "GRID_FIELDS",
     "NOT_SWEPT",
+    "RUN_STOPS",
+    "SESSION_KEYS",
     "SweepSpec",
+    "check_max_wall",
     "field_kind",
     "parse_value",
     "read_sweep_file",
+    "stop_refusal",
 ]
 
 #: default linking distance of the clusters, radians (that of
@@ -69,6 +74,40 @@ DEFAULT_DELTAS = (0.1, 0.01, 0.001)
 #: fields that a sweep sets itself (``batch`` is ``runs``; ``seed`` is the root seed).
 NOT_SWEPT = ("batch", "seed", "positions")
 
+#: stops of a single run, which are no grid fields: a sweep has no per-system stops
+#: (``until_clusters``), and its wall-time budget is one for the whole session
+#: (:func:`particles.sweep.run.run_sweep`'s ``max_wall``).
+RUN_STOPS = ("until_clusters", "max_wall")
+
+
+def stop_refusal(name: str) -> str:
+    """Why a sweep refuses the stop ``name`` of :data:`RUN_STOPS` as a grid field."""
+    if name == "max_wall":
+        return ("--max-wall is a budget of the whole sweep (particles sweep --max-wall "
+                "SECONDS, run_sweep(max_wall=...)), not a grid parameter")
+    return (f"{option_name(name)} stops single runs only (particles simulate); a sweep "
+            "has no per-system stops yet")
+
+
+def check_max_wall(seconds: Any) -> float:
+    """A sweep's wall-time budget (``max_wall``) in seconds, as a float.
+
+    Raises
+    ------
+    SweepError
+        Not a finite number >= 0 (one line).
+    """
+    try:
+        value = float(seconds)
+        if isinstance(seconds, bool | str):
+            raise TypeError
+    except (TypeError, ValueError):
+        value = math.nan
+    if not 0 <= value < math.inf:
+        raise SweepError(f"--max-wall must be a finite number of seconds >= 0, got {seconds!r}")
+    return value
+
+
 #: fields taking one value from the command line (their values hold ``,`` or ``:``).
 FIXED_ONLY = ("save_times", "observables", "masses", "omega", "init", "Q", "K", "V")
 
@@ -77,6 +116,12 @@ VALUE_LISTS = ("save_times", "observables", "masses", "Q", "K", "V")
 
 _FIELDS = {f.name: f for f in dataclasses.fields(SimulationConfig)}
 _HINTS = typing.get_type_hints(SimulationConfig)
+
+#: the configuration fields a sweep takes, fixed or swept.
+GRID_FIELDS = tuple(k for k in _FIELDS if k not in NOT_SWEPT and k not in RUN_STOPS)
+
+#: keys of a sweep TOML file that are no configuration fields.
+SESSION_KEYS = ("runs", "delta", "seed", "eps", "max_wall")
 
 
 def option_name(name: str) -> str:
@@ -136,13 +181,17 @@ def parse_value(name: str, text: str) -> tuple[Any, ...]:
     SweepError
         Unknown field, malformed specification (one line naming the option).
     """
+    if name in RUN_STOPS:
+        raise SweepError(stop_refusal(name))
     if name not in _FIELDS or name in NOT_SWEPT:
-        allowed = ", ".join(option_name(k) for k in _FIELDS if k not in NOT_SWEPT)
+        allowed = ", ".join(option_name(k) for k in GRID_FIELDS)
         raise SweepError(f"unknown sweep parameter {option_name(name)}; allowed: {allowed}")
     text = str(text).strip()
     if not text:
         raise SweepError(f"{option_name(name)}: empty value")
     kind = field_kind(name)
+    if name == "masses":  # one value: a number per token
+        return (tuple(_number(name, x.strip(), float) for x in text.split(",")),)
     if name in FIXED_ONLY:
         return (text,)
     if kind is not str and text.count(":") == 2 and "," not in text:
@@ -177,7 +226,8 @@ def read_sweep_file(path: str | Path) -> dict[str, Any]:
 
     Keys are :class:`~particles.config.SimulationConfig` fields (a list
     sweeps the field, a string is read as on the command line, any other
-    value is fixed) and ``runs``, ``delta`` (list), ``seed``, ``eps``.
+    value is fixed; not :data:`RUN_STOPS`) and the :data:`SESSION_KEYS`
+    ``runs``, ``delta`` (list), ``seed``, ``eps``, ``max_wall``.
 
     Returns
     -------
@@ -196,28 +246,50 @@ def read_sweep_file(path: str | Path) -> dict[str, Any]:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SweepError(f"{path}: {' '.join(str(exc).split())}") from None
-    extra = {"runs", "delta", "seed", "eps"}
+    extra = set(SESSION_KEYS)
     out: dict[str, Any] = {}
     for key, value in data.items():
         if key in extra:
             out[key] = value
             continue
+        if key in RUN_STOPS:
+            raise SweepError(f"{path}: key {key}: {stop_refusal(key)}")
         if key not in _FIELDS or key in NOT_SWEPT:
-            allowed = ", ".join([k for k in _FIELDS if k not in NOT_SWEPT] + sorted(extra))
+            allowed = ", ".join([*GRID_FIELDS, *sorted(extra)])
             raise SweepError(f"{path}: unknown key {key!r}; allowed: {allowed}")
         if isinstance(value, list) and (
                 key in VALUE_LISTS or (key == "omega" and not all(isinstance(v, str)
                                                                   for v in value))):
+            if key in NUMBER_LISTS:
+                _check_numbers(path, key, value)
             out[key] = (tuple(value),)
         elif isinstance(value, list):
             if not value:
                 raise SweepError(f"{path}: {key} is an empty list")
             out[key] = tuple(value)
         elif isinstance(value, str):
-            out[key] = parse_value(key, value)
+            try:
+                out[key] = parse_value(key, value)
+            except SweepError as exc:
+                raise SweepError(f"{path}: key {key}: {exc}") from None
         else:
             out[key] = (value,)
     return out
+
+
+#: list values that are numbers (nested for a matrix).
+NUMBER_LISTS = ("masses", "Q", "K", "V")
+
+
+def _check_numbers(path: Path, key: str, value: list) -> None:
+    """Refuse a TOML list of ``key`` that is not numbers (a ragged matrix, text)."""
+    try:  # the shape is checked with the configuration
+        np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        what = ("a list of numbers, one per token" if key == "masses"
+                else "a (d, d) list of rows of numbers")
+        raise SweepError(f"{path}: key {key}: {option_name(key)} must be {what}, "
+                         f"got {value!r}") from None
 
 
 def _jsonable(value: Any) -> Any:
@@ -272,11 +344,14 @@ class SweepSpec:
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         base = dict(self.base)
+        axes = tuple((str(k), tuple(v)) for k, v in self.axes)
+        names = [k for k, _ in axes]
+        for key in [*base, *names]:
+            if key in RUN_STOPS:
+                raise SweepError(stop_refusal(key))
         for key in base:
             if key not in _FIELDS or key in NOT_SWEPT:
                 raise SweepError(f"unknown sweep parameter {option_name(key)}")
-        axes = tuple((str(k), tuple(v)) for k, v in self.axes)
-        names = [k for k, _ in axes]
         for k, values in axes:
             if k not in _FIELDS or k in NOT_SWEPT:
                 raise SweepError(f"unknown sweep parameter {option_name(k)}")
@@ -384,7 +459,9 @@ class SweepSpec:
                 name = getattr(exc, "field", None)
                 if name in _FIELDS and text.startswith(name):
                     text = option_name(name) + text[len(name):]
-                raise SweepError(text + where) from None
+                error = SweepError(text + where)
+                error.field = name  # the CLI names the key of a value from a file
+                raise error from None
             if config.init == "array":
                 raise SweepError("--init: a sweep draws its initial positions (no arrays)")
             if config.weight_draws != "shared":
@@ -464,23 +541,47 @@ class SweepSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SweepSpec:
-        """Inverse of :meth:`to_dict`."""
-        base = {k: tuple(v) if isinstance(v, list) else v for k, v in data["base"].items()}
-        return cls(
-            base=base,
-            axes=tuple((k, tuple(v)) for k, v in data["axes"]),
-            runs=int(data["runs"]),
-            deltas=tuple(data["deltas"]),
-            seed=None if data.get("seed") is None else int(data["seed"]),
-            eps=float(data["eps"]),
-            levels=tuple(data["levels"]),
-            positions=bool(data.get("positions", False)),
-        )
+        """Inverse of :meth:`to_dict`.
+
+        Raises
+        ------
+        SweepError
+            Not the description of a sweep (one line).
+        """
+        try:
+            # older files recorded the stops of single runs, which sweeps ignored
+            base = {k: tuple(v) if isinstance(v, list) else v for k, v in data["base"].items()
+                    if k not in RUN_STOPS}
+            return cls(
+                base=base,
+                axes=tuple((k, tuple(v)) for k, v in data["axes"]),
+                runs=int(data["runs"]),
+                deltas=tuple(data["deltas"]),
+                seed=None if data.get("seed") is None else int(data["seed"]),
+                eps=float(data["eps"]),
+                levels=tuple(data["levels"]),
+                positions=bool(data.get("positions", False)),
+            )
+        except SweepError as exc:
+            raise SweepError(f"the sweep description is not valid: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SweepError(f"the sweep description is damaged "
+                             f"({type(exc).__name__}: {exc})") from None
 
     @classmethod
     def from_json(cls, text: str) -> SweepSpec:
-        """Inverse of :meth:`to_json`."""
-        return cls.from_dict(json.loads(text))
+        """Inverse of :meth:`to_json`.
+
+        Raises
+        ------
+        SweepError
+            Not the JSON description of a sweep (one line).
+        """
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise SweepError(f"the sweep description is damaged ({exc})") from None
+        return cls.from_dict(data)
 
     @classmethod
     def from_values(cls, values: Mapping[str, tuple[Any, ...]], *, axes: tuple[str, ...] = (),

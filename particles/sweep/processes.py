@@ -16,7 +16,8 @@ terminated at once, their unfinished tasks lost, never half-written (the
 driver writes every result).  Workers end with the driver: a driver killed
 with SIGKILL cannot stop them, so each asks the kernel for SIGKILL when its
 parent dies (``prctl(PR_SET_PDEATHSIG)`` on Linux) and, where that does not
-exist, polls its parent.
+exist, polls its parent; multiprocessing's resource tracker then removes the
+pool's semaphores without a word (:func:`_start_tracker`).
 """
 
 from __future__ import annotations
@@ -76,7 +77,27 @@ def _init_worker(threads: int, parent: int) -> None:
     numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
 
 
+#: the warning filter multiprocessing's resource tracker starts with (:func:`_pool`).
+_QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _start_tracker() -> None:
+    """Start multiprocessing's resource tracker (once per process) without its
+    leak warning.  A driver killed with SIGKILL cannot release its pool's
+    semaphores; the tracker, which outlives it, removes them and would say
+    "There appear to be 5 leaked semaphore objects" on the driver's stderr
+    after the driver is gone.  It takes the interpreter's ``-W`` options."""
+    from multiprocessing import resource_tracker
+
+    sys.warnoptions.append(_QUIET_TRACKER)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        sys.warnoptions.remove(_QUIET_TRACKER)
+
+
 def _pool(processes: int, threads: int) -> ProcessPoolExecutor:
+    _start_tracker()  # before the pool makes its semaphores, which start it
     # spawn: a clean interpreter (no forked Numba thread pool, no copied locks)
     return ProcessPoolExecutor(max_workers=processes,
                                mp_context=multiprocessing.get_context("spawn"),

@@ -16,7 +16,11 @@ session driver :func:`particles.runs.session.stream`:
 * Ctrl-C closes the file (incomplete) and raises
   :class:`~particles.errors.RunInterrupted`; a failed integration
   :class:`~particles.errors.RunFailed`; a full disk
-  :class:`~particles.errors.OutputWriteError`.
+  :class:`~particles.errors.OutputWriteError`;
+* ``max_wall`` seconds (a budget of the whole session, counted from its
+  start) pause it at the first task that finishes after them: the file is
+  kept incomplete as on Ctrl-C, the tasks still running are stopped, and
+  :func:`run_sweep` returns (``complete`` False); ``resume`` continues it.
 
 The statistics (:mod:`particles.sweep.aggregate`) are computed from the
 stored per-system results once every system is done.
@@ -24,6 +28,7 @@ stored per-system results once every system is done.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -40,9 +45,11 @@ from particles.io.sweep import (
     SweepLayout,
     SweepWriter,
     TaskRows,
+    damaged,
     open_sweep,
     read_header,
     read_systems,
+    sweep_error,
 )
 from particles.progress import Progress
 from particles.runs.estimate import Estimate, estimate, evaluation_seconds
@@ -50,11 +57,11 @@ from particles.runs.probe import PROBE_SECONDS, machine_speed, probe_steps
 from particles.runs.session import Resume, Stops, stream
 from particles.sweep.aggregate import STATS, aggregate_point
 from particles.sweep.backends import PROCESS_MIN_SECONDS, Backend, make_backend
-from particles.sweep.grid import SweepSpec
+from particles.sweep.grid import SweepSpec, check_max_wall
 from particles.sweep.tasks import Task, TaskResult, run_task
 
 __all__ = ["PROBE_POINTS", "SweepResult", "default_chunk", "fit_backend", "plan_tasks",
-           "run_sweep", "sweep_estimate"]
+           "read_spec", "run_sweep", "stored_spec", "sweep_estimate"]
 
 #: grid points whose adaptive steps a sweep's estimate probes at most (evenly
 #: spread over the grid; the others take the nearest probed point's ratio of
@@ -78,8 +85,11 @@ class SweepResult:
         Tasks computed by this session (a resumed sweep: only the unfinished ones).
     systems_run : int
     complete : bool
+        False for a sweep paused by ``max_wall`` (``--resume`` finishes it).
     seconds : float
         Wall time of the session.
+    systems_done : int
+        Systems on disk at the end (all of them once complete).
     """
 
     path: Path
@@ -88,11 +98,12 @@ class SweepResult:
     systems_run: int
     complete: bool
     seconds: float
+    systems_done: int
 
     @property
     def items(self) -> int:
-        """Systems done (all of them: the :class:`~particles.errors.Summary` protocol)."""
-        return self.spec.points * self.spec.runs if self.complete else 0
+        """Systems done (the :class:`~particles.errors.Summary` protocol)."""
+        return self.systems_done
 
     @property
     def items_expected(self) -> int:
@@ -295,6 +306,7 @@ def run_sweep(
     chunk: int | None = None,
     progress: bool = False,
     should_stop: Callable[[], bool] | None = None,
+    max_wall: float | None = None,
 ) -> SweepResult:
     """Run a sweep into a sweep file (see the module docstring).
 
@@ -321,6 +333,12 @@ def run_sweep(
         Progress bar (systems done, ETA) on stderr.
     should_stop : callable, optional
         Polled after every task; True stops the sweep as Ctrl-C does.
+    max_wall : float, optional
+        Seconds of wall time (counted from this call) after which the sweep
+        pauses: at the first task that finishes after them, with systems
+        still to run, the file is closed incomplete (every finished task
+        kept; the tasks still running are stopped and their systems left
+        for ``resume``) and the result returned with ``complete`` False.
 
     Returns
     -------
@@ -340,25 +358,34 @@ def run_sweep(
     t0 = time.perf_counter()
     if chunk is not None and (isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1):
         raise SweepError(f"--chunk must be a positive integer, got {chunk!r}")
+    if max_wall is not None:
+        max_wall = check_max_wall(max_wall)
     if resume and overwrite:
         raise SweepError("--resume continues a sweep in place; it excludes --overwrite")
     if not resume and spec is None:
         raise ValueError("spec is required unless resume=True")
     given = None if spec is None else (spec if resume else spec.resolved())
-    counts = {"tasks": 0, "systems": 0}
+    counts = {"tasks": 0, "systems": 0, "left": 0}
 
     def results(layout: SweepLayout, header: SweepHeader | None):
         sweep = SweepSpec.from_json(layout.spec_json)
         done = (np.zeros((sweep.points, sweep.runs), dtype=bool) if header is None
                 else header.done)
+        counts["left"] = int(done.size - done.sum())
         yield from _run_tasks(sweep, done, backend, chunk, progress, counts)
 
+    def over_budget(item: TaskRows) -> bool:
+        # polled once the task is written: pause only with systems still to run
+        return counts["left"] > 0 and time.perf_counter() - t0 >= max_wall
+
+    stops = STOPS if max_wall is None else dataclasses.replace(STOPS, pauses=over_budget)
     header = stream(SWEEP, path, None if given is None else given.layout(), results,
-                    stops=STOPS, resume=_resume(given) if resume else None,
+                    stops=stops, resume=_resume(given) if resume else None,
                     overwrite=overwrite, finishing=write_statistics,
                     should_stop=should_stop)
-    return SweepResult(Path(header.path), SweepSpec.from_json(header.spec), counts["tasks"],
-                       counts["systems"], True, time.perf_counter() - t0)
+    return SweepResult(Path(header.path), stored_spec(header), counts["tasks"],
+                       counts["systems"], header.complete, time.perf_counter() - t0,
+                       header.systems_done)
 
 
 def _run_tasks(spec: SweepSpec, done: np.ndarray, backend: Backend | None, chunk: int | None,
@@ -375,10 +402,11 @@ def _run_tasks(spec: SweepSpec, done: np.ndarray, backend: Backend | None, chunk
         with Progress(total, enabled=progress, label="sweep (systems)") as bar:
             bar.update(before)
             for task, result in backend.map_unordered(run_task, tasks):
-                yield TaskRows(task.point, task.start, task.stop, _arrays(result))
                 counts["tasks"] += 1
                 counts["systems"] += task.systems
+                counts["left"] -= task.systems
                 bar.update(before + counts["systems"])
+                yield TaskRows(task.point, task.start, task.stop, _arrays(result))
     finally:
         if own and backend is not None:
             backend.close()
@@ -388,7 +416,7 @@ def _resume(given: SweepSpec | None) -> Resume:
     """A sweep resumes the stored sweep (a given one must equal it, seed aside)."""
 
     def plan(header: SweepHeader, _layout) -> SweepLayout | None:
-        stored = SweepSpec.from_json(header.spec)
+        stored = stored_spec(header)
         if given is not None:
             same = given if given.seed is not None else given.replace(seed=stored.seed)
             _check_same(same, stored, header.path)
@@ -416,8 +444,30 @@ STOPS = Stops(
 
 
 def read_spec(path: str | Path) -> SweepSpec:
-    """The sweep stored in a sweep file."""
-    return SweepSpec.from_json(read_header(path).spec)
+    """The sweep stored in a sweep file (:func:`stored_spec`)."""
+    return stored_spec(read_header(path))
+
+
+def stored_spec(header: SweepHeader) -> SweepSpec:
+    """The sweep of a sweep file's header, checked against the results it holds.
+
+    Raises
+    ------
+    SweepError
+        ``PATH: ...``: the stored description does not parse, or describes
+        another grid, ensemble or save times than the file's (one line).
+    """
+    try:
+        spec = SweepSpec.from_json(header.spec)
+    except SweepError as exc:
+        raise sweep_error(header.path, str(exc)) from None
+    if header.done.shape != (spec.points, spec.runs) or not np.array_equal(header.times,
+                                                                          spec.times):
+        raise damaged(header.path, f"its sweep of {spec.points} points x {spec.runs} systems "
+                      f"and {len(spec.times)} save times does not match its results "
+                      f"({header.done.shape[0]} x {header.done.shape[1]}, "
+                      f"{len(header.times)} save times)")
+    return spec
 
 
 def check_readable(path: str | Path) -> None:

@@ -330,9 +330,15 @@ def test_initial_positions_of_wrong_shape(tmp_path, no_work):
     [
         ("n = 8\nbogus = 1\n", "unknown key(s) bogus"),
         ("n = [\n", "'--config'"),
-        ('n = 8\nd = 3\nbeta = 1\ninit = "bogus"\n', "'--config'"),
+        ('n = 8\nd = 3\nbeta = 1\ninit = "bogus"\n', "'init' in"),
         ("n = 0\nd = 3\nbeta = 1\n", "'n' in"),
         ("d = 3\nbeta = 1\n", "--n"),
+        # issue 38 item 5: these named no key (numpy's "could not convert ...")
+        ('n = 2\nd = 2\nbeta = 1\nQ = "nope"\n', "'Q' in"),
+        ("n = 2\nd = 2\nbeta = 1\nQ = [[1, 2], [3]]\n", "'Q' in"),
+        ('n = 2\nd = 2\nbeta = 1\nK = [["a", "b"], ["c", "d"]]\n', "'K' in"),
+        ('n = 2\nd = 2\nbeta = 1\nmasses = "x"\n', "'masses' in"),
+        ('n = 2\nd = 2\nbeta = 1\nmasses = ["a", "b"]\n', "'masses' in"),
     ],
 )
 def test_bad_config_files(tmp_path, no_work, text, fragment):

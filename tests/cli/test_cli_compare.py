@@ -118,6 +118,11 @@ def test_compare_refuses_an_existing_output_without_overwrite(tmp_path, monkeypa
         (["--init", "nowhere/x.npy"], ["--init", "cannot read"]),
         (["--save-times", "log:0:1:3"], ["--save-times"]),
         (["--integrator", "leapfrog"], ["--integrator"]),
+        # issue 38 item 6: --T 0 compared nothing and was accepted
+        (["--T", "0"], ["'--T'", "--T must reach past t = 0 for a comparison"]),
+        (["--T", "-1"], ["'--T'"]),
+        (["--T", "nan"], ["'--T'"]),
+        (["--save-times", "0"], ["'--save-times'", "must reach past t = 0"]),
     ],
 )
 def test_compare_bad_input_is_one_line_exit_2(tmp_path, no_comparison_run, args, fragments):

@@ -590,3 +590,25 @@ def test_a_small_adaptive_sweep_runs_in_this_process():
     assert auto.workers == 1
     probed = sweep_estimate(spec, probe=1.0)
     assert probed.seconds < PROCESS_MIN_SECONDS and "probes" in probed.lines()[1]
+
+
+@pytest.mark.parametrize("line", ['Q = "nope"', "Q = [[1, 2], [3]]", 'V = [["a", 1], [2, 3]]',
+                                  'masses = "x"', 'masses = ["a", "b", "c", "d", "e", "f"]',
+                                  "masses = [1, 2]"])
+def test_toml_matrices_and_masses_name_their_key(tmp_path, line):
+    """Issue 38 item 5: a ragged Q or text masses gave numpy's "could not convert
+    string to float", naming no key."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text(f"beta = [1.0, 2.0]\nn = 6\nd = 2\nT = 1.0\n{line}\n")
+    key = line.split(" ")[0]
+    result = invoke("sweep", "--config", grid, "--out", tmp_path / "s.h5", "--dry-run")
+    usage_error(result, f"--{key}")
+    assert f"key {key}" in result.output and str(grid) in result.output, result.output
+
+
+def test_cli_masses_are_numbers(tmp_path):
+    """``--masses M1,M2,...`` was passed on as text (numpy's "could not convert")."""
+    ok(invoke("sweep", *ARGS, "--masses", "1,2,1,2,1,2", "--out", tmp_path / "s.h5",
+              "--dry-run"))
+    usage_error(invoke("sweep", *ARGS, "--masses", "1,x", "--out", tmp_path / "s.h5"),
+                "--masses: 'x' is not a number")

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -375,3 +376,33 @@ def test_losing_the_scheduler_is_one_line_and_resume_finishes(local_sweep, tmp_p
                              str(out), "--resume"], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert_same(contents(out), contents(local_sweep))
+
+
+def test_a_result_lost_with_the_scheduler_is_one_error(tmp_path, capfd):
+    """Issue 38 item 5: a scheduler killed while the result of a finished task was
+    being fetched from it raised distributed's CommClosedError, an 84-line traceback
+    from ``particles sweep`` (one run in two of the test above).  Made certain here:
+    the scheduler is stopped (SIGSTOP) once the tasks have finished, so fetching the
+    next result waits on it, and is killed during that wait."""
+    from particles.errors import WorkersLost
+
+    cluster = LocalDask(tmp_path, workers=1)
+    scheduler = cluster.procs[0].pid  # its own process group
+    try:
+        with DaskBackend(scheduler_file=cluster.file) as backend:
+            results = backend.map_unordered(square_slowly, [(i, 0.0) for i in range(4)])
+            next(results)
+            deadline = time.monotonic() + STARTUP
+            while any(f.status != "finished" for f in backend._pending.values()):
+                assert time.monotonic() < deadline, backend._pending
+                time.sleep(0.05)
+            os.kill(scheduler, signal.SIGSTOP)
+            killer = threading.Timer(1.0, os.killpg, (scheduler, signal.SIGKILL))
+            killer.start()
+            with pytest.raises(WorkersLost, match="lost the Dask scheduler") as info:
+                next(results)
+            killer.join()
+    finally:
+        cluster.stop()
+    assert "\n" not in str(info.value)
+    assert "Traceback" not in capfd.readouterr().err
