@@ -226,7 +226,7 @@ def plot_sweep(ctx: click.Context, path: Path, kind: str | None, out: Path | Non
     try:
         written = save_sweep_plot(load(path), kind, target, overwrite=overwrite, dpi=dpi,
                                   **options)
-    except (SweepError, ValueError, OSError) as exc:
+    except (SweepError, ValueError, OSError, ImportError) as exc:  # ImportError: the extra
         raise click.UsageError(" ".join(str(exc).split())) from None
     click.echo(str(written))
     for line in risk:

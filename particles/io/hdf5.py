@@ -142,12 +142,14 @@ def write_header(f: h5py.File, **attrs: Any) -> h5py.Group:
 
 
 def file_kind(f: h5py.File) -> str | None:
-    """The ``/parameters`` attribute ``kind`` of an open file (None when absent)."""
+    """The ``/parameters`` attribute ``kind`` of an open file (None when absent, or
+    when it is no text: a damaged file, which no kind opens)."""
     params = f.get("parameters")
     if not isinstance(params, h5py.Group):
         return None
     kind = params.attrs.get("kind")
-    return kind.decode() if isinstance(kind, bytes) else kind
+    kind = kind.decode(errors="replace") if isinstance(kind, bytes) else kind
+    return kind if isinstance(kind, str) else None
 
 
 def file_error(path: Path, reason: str) -> TrajectoryFileError:
