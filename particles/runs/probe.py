@@ -17,14 +17,20 @@ proxy of fewer tokens than the run sums its attention directly: the
 spectral series costs the same for 64 tokens as for 10^4 (its degree is the
 run's), 200 times the direct sums, for the same steps to a few per cent.
 
-Past the last time reached the steps are extrapolated from their growth:
-the mean step of each interval of the last decade probed, fitted as
-``h(t) = h_r (t / t_r)^p`` with ``0 <= p <= 1`` (a metastable run's steps
-grow about like t until they reach the stability limit of the clusters,
-then stay), is integrated, ``steps = int dt / h(t)`` to ``T``.  Where the
-probe saw too little of that decade to fit, the steps go on at the rate of
-its second half, an upper bound while they still grow
-(:attr:`StepProbe.bound`).
+Past the last time reached the steps are extrapolated from their growth.
+A metastable run's steps grow about like ``t`` until they reach the
+stability limit of its clusters (dopri5: about 3 for SA), then stay, and
+where that happens the probe cannot tell.  So the rest lies between two
+counts: the steps growing on as the probe saw them grow (the mean step of
+each interval of its last decade fitted as ``h(t) = h_r (t / t_r)^p``,
+``0 <= p <= 1``, integrated: ``int dt / h(t)`` to ``T``) and the steps
+staying (the rate of the probe's second half, an upper bound while they
+still grow).  Where the two totals differ by at most :data:`SPAN` (9) their
+geometric mean is counted, within 3x of either; else, or where the probe saw
+too little of that decade to fit, the last rate, marked a bound
+(:attr:`StepProbe.bound`).  Measured from a 64-token proxy of SA at beta = 9
+on the circle and S^2 to T = 10^3-10^5, stopped early: 0.7-2.6x the complete
+count where counted, 1.5-98x where bounded.
 
 Coincident tokens that collapse (:mod:`particles.models.collapse`) make the
 steps after they do cheap, but when a cluster's tokens coincide to
@@ -32,9 +38,9 @@ round-off is a lottery: on the circle at beta = 9 it happens at t = 35 in
 one run and never before t = 10^4 in another, at any n.  A collapsing run
 is therefore probed with up to :data:`PROBE_SEEDS` proxies of different
 tokens (as the budget allows); the share of the work on all tokens is the
-mean of theirs (the expected time: 16 proxies of 64 tokens and 24 runs of
-1000 on the circle draw the same spread, 0.03 to 1, half of them near
-0.04), and the range is said (:attr:`Estimate.spread
+mean of theirs (the expected time: 32 proxies of 64 tokens and 24 runs of
+1000 on the circle draw the same spread, 0.03 to 1, half of them near 0.04,
+a mean of 0.27-0.31 and 0.26), and the range is said (:attr:`Estimate.spread
 <particles.runs.estimate.Estimate.spread>`).
 A proxy's count of distinct points ``k`` of ``m`` stands for
 ``k_end + (k - k_end) (n - k_end) / (m - k_end)`` of the run's ``n``
@@ -74,7 +80,8 @@ from particles.runs.estimate import Estimate, config_evaluation_seconds, estimat
 from particles.runs.initial import initial_tokens
 
 __all__ = ["GRID_PER_DECADE", "PROBE_PAIRWISE_TOKENS", "PROBE_SECONDS", "PROBE_SEEDS",
-           "PROBE_TOKENS", "SPEED_LINEAR_TOKENS", "SPEED_SECONDS", "SPEED_STEPS",
+           "PROBE_TOKENS", "SEEDS_BUDGET", "SPAN", "SPEED_LINEAR_TOKENS", "SPEED_SECONDS",
+           "SPEED_SPECTRAL_STEPS", "SPEED_SPECTRAL_TOKENS", "SPEED_STEPS",
            "SPEED_TOKENS", "StepProbe", "machine_speed", "probe_steps", "probed_estimate",
            "proxy_config"]
 
@@ -85,8 +92,12 @@ PROBE_PAIRWISE_TOKENS = 64
 #: tokens of the proxy of an O(n) model (Kuramoto) at most.
 PROBE_TOKENS = 65536
 #: proxies of different tokens that probe a run whose tokens collapse, at most
-#: (after the first, they share a budget of their own as long as the first's).
+#: (after the first, they share a budget of their own, :data:`SEEDS_BUDGET`
+#: times the first's: on the circle at beta = 9 a mean of 16 draws still
+#: strays by 2x from that of 32).
 PROBE_SEEDS = 32
+#: the budget of the other proxies of a collapsing run, in budgets of the first.
+SEEDS_BUDGET = 2.0
 #: log-spaced times per decade the proxy of a larger run also stops at (where
 #: the probe may end and the growth of the steps is fitted).
 GRID_PER_DECADE = 8
@@ -94,6 +105,9 @@ GRID_PER_DECADE = 8
 FIRST_HORIZON_STEPS = 8
 #: intervals of the last decade probed needed to fit the growth of the steps.
 FIT_INTERVALS = 3
+#: the most the steps at the last rate may exceed those growing on for their
+#: geometric mean to be counted (within 3x of both).
+SPAN = 9.0
 #: tokens of the proxy that :func:`machine_speed` times (at most ``n``): a
 #: pairwise model's evaluation then dominates the step's own bookkeeping.
 SPEED_TOKENS = 256
@@ -103,6 +117,12 @@ SPEED_LINEAR_TOKENS = 4096
 SPEED_SECONDS = 0.25
 #: steps ``dt`` of one timed integration of :func:`machine_speed`.
 SPEED_STEPS = 32
+#: tokens of that proxy for a spectral series, at most: its cost has a part
+#: fixed by the degree, which 256 tokens overweigh (S^2 at beta = 9: 2.2x the
+#: reference cost at 256 tokens, 1.4x at 2000 and 10^4).
+SPEED_SPECTRAL_TOKENS = 4096
+#: steps ``dt`` of one timed integration of that proxy.
+SPEED_SPECTRAL_STEPS = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,13 +149,17 @@ class StepProbe:
         Seconds the probe took, compiling included.
     growth : float or None
         The fitted exponent ``p`` of the step ``h ~ t^p`` past ``reached``;
-        None when nothing is extrapolated or the steps go on at their last rate.
+        None when nothing is extrapolated or it could not be fitted.
     bound : bool
-        Whether ``steps`` bounds the rest rather than estimates it (the last
-        rate, where the growth could not be fitted).
+        Whether ``steps`` bounds the run's rather than estimates them (the
+        last rate, where the growth could not be fitted or the two counts
+        differ by more than :data:`SPAN`).
     last_rate : float
-        ``steps`` at the last rate past ``reached`` (an upper bound while the
+        The steps with the last rate past ``reached`` (an upper bound while the
         steps grow; equal to ``steps`` when complete).
+    grown : float
+        The steps with the fitted growth going on past ``reached`` (equal to
+        ``steps`` when complete or not fitted).
     shares : tuple of float
         Each proxy's share of the work on all tokens (``work / steps`` is their
         mean); one entry per proxy.
@@ -151,6 +175,7 @@ class StepProbe:
     growth: float | None = None
     bound: bool = False
     last_rate: float = 0.0
+    grown: float = 0.0
     shares: tuple[float, ...] = (1.0,)
 
     @property
@@ -163,14 +188,17 @@ class StepProbe:
         head = f"adaptive steps from a probe of {self.tokens} tokens"
         if self.complete:
             text = f"{head} over the whole run"
-        elif self.growth is None:
+        elif self.bound:
             text = (f"{head} to t={self.reached:.3g} ({self.probed} steps), then at its last "
                     f"rate to T={self.T:.3g} (more than the run takes while its steps still "
-                    "grow)")
+                    "grow" + ("" if self.growth is None else
+                              f"; {self.grown:.3g} if they grow on like t^{self.growth:.2g}")
+                    + ")")
         else:
-            text = (f"{head} to t={self.reached:.3g} ({self.probed} steps), then growing like "
-                    f"t^{self.growth:.2g} to T={self.T:.3g} (at its last rate: "
-                    f"{self.last_rate:.3g})")
+            text = (f"{head} to t={self.reached:.3g} ({self.probed} steps), then to "
+                    f"T={self.T:.3g} between its steps growing on like t^{self.growth:.2g} "
+                    f"({self.grown:.3g}) and staying ({self.last_rate:.3g}), counted at their "
+                    "geometric mean")
         low, high = min(self.shares), max(self.shares)
         if high < 1.0 or len(self.shares) > 1:
             share = self.work / self.steps if self.steps else 1.0
@@ -308,6 +336,24 @@ def _last_rate(rows: list[tuple[float, int, int]]) -> float:
     return (probed - s_a) / (reached - t_a) if reached > t_a else probed / reached
 
 
+def _extrapolate(rows: list[tuple[float, int, int]], T: float
+                 ) -> tuple[float, float | None, bool, float, float]:
+    """``(rest, growth, bound, staying, growing)``: the attempts past the last
+    of ``rows`` to ``T`` as counted (see the module docstring), the fitted
+    exponent (None: not fitted), whether ``rest`` is the bound, and the
+    attempts with the last rate and with the growth going on (0 when the
+    rows reach ``T``)."""
+    reached, probed, _ = rows[-1]
+    if reached >= T:
+        return 0.0, None, False, 0.0, 0.0
+    staying = _last_rate(rows) * (T - reached)
+    growth = _growth(rows)
+    growing = staying if growth is None else min(staying, _rest(rows, growth, T))
+    bound = growth is None or probed + staying > SPAN * (probed + growing)
+    rest = staying if bound else math.sqrt((probed + growing) * (probed + staying)) - probed
+    return rest, growth, bound, staying, growing
+
+
 def probe_steps(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
                 x0: np.ndarray | None = None) -> StepProbe:
     """Count the steps of an adaptive run with a short probe (see the module docstring).
@@ -365,7 +411,7 @@ def _probe(config: SimulationConfig, seconds: float, x0: np.ndarray | None) -> S
     if config.collapses() and m < config.n:
         # the time tokens coincide is a lottery (module docstring): other tokens
         # draw it again, each while a budget of its own allows the first one's time
-        part, left = grid[grid <= reached], seconds
+        part, left = grid[grid <= reached], SEEDS_BUDGET * seconds
         for i in range(1, PROBE_SEEDS):
             if first > left:
                 break
@@ -376,13 +422,7 @@ def _probe(config: SimulationConfig, seconds: float, x0: np.ndarray | None) -> S
             if more[-1][0] >= reached:
                 runs.append(more)
     steps = float(np.mean([r[-1][1] for r in runs]))
-    growth, bound, last_rate, rest = None, False, steps, 0.0
-    if reached < T:
-        last_rate = steps + _last_rate(rows) * (T - reached)
-        growth = _growth(rows)
-        rest = last_rate - steps if growth is None else min(last_rate - steps,
-                                                            _rest(rows, growth, T))
-        bound = growth is None
+    rest, growth, bound, staying, growing = _extrapolate(rows, T)
     cost = _cost(config, pairwise)
     works = []
     for r in runs:
@@ -399,8 +439,8 @@ def _probe(config: SimulationConfig, seconds: float, x0: np.ndarray | None) -> S
     steps += rest
     # the expected work over the lottery (the sum of many runs' times is its mean)
     return StepProbe(steps, float(np.mean(works)), int(probed), float(reached), T, m,
-                     time.perf_counter() - start, growth, bound, last_rate,
-                     tuple(w / steps if steps else 1.0 for w in works))
+                     time.perf_counter() - start, growth, bound, steps - rest + staying,
+                     steps - rest + growing, tuple(w / steps if steps else 1.0 for w in works))
 
 
 def _cost(config: SimulationConfig, pairwise: bool) -> Callable[[float], float]:
@@ -419,8 +459,10 @@ def machine_speed(config: SimulationConfig, *, seconds: float = SPEED_SECONDS,
 
     A proxy of the run (:func:`proxy_config`: one system of
     :data:`SPEED_TOKENS` tokens, :data:`SPEED_LINEAR_TOKENS` for an O(n)
-    model) is integrated with the run's integrator over ``SPEED_STEPS``
-    steps ``dt`` (at most ``T``) again and again on one Numba thread, the
+    model, :data:`SPEED_SPECTRAL_TOKENS` for a spectral series) is integrated
+    with the run's integrator over :data:`SPEED_STEPS` steps ``dt``
+    (:data:`SPEED_SPECTRAL_STEPS` for a series; at most ``T``) again and
+    again on one Numba thread, the
     first time to compile (or load) its kernels; the fastest integration,
     divided by the reference cost of its evaluations, is the speed (the
     machine's, not its load's).
@@ -445,11 +487,15 @@ def machine_speed(config: SimulationConfig, *, seconds: float = SPEED_SECONDS,
     """
     config = config.resolved()
     pairwise = MODELS[config.model].pairwise
-    proxy = proxy_config(config, SPEED_TOKENS if pairwise else SPEED_LINEAR_TOKENS)
+    spectral = config.summation == "spectral"
+    tokens = (SPEED_SPECTRAL_TOKENS if spectral else SPEED_TOKENS) if pairwise \
+        else SPEED_LINEAR_TOKENS
+    proxy = proxy_config(config, tokens)
     x = None if x0 is None else np.asarray(x0).reshape(-1, config.n, config.d)[:1, :proxy.n]
     problem = build_problem(proxy, initial_tokens(proxy, x))
     entry = INTEGRATORS[config.integrator]
-    grid = np.array([0.0, min(float(config.T), SPEED_STEPS * float(config.dt))])
+    steps = SPEED_SPECTRAL_STEPS if spectral else SPEED_STEPS
+    grid = np.array([0.0, min(float(config.T), steps * float(config.dt))])
     if not grid[1] > 0:
         return 1.0
 
