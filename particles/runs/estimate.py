@@ -104,7 +104,8 @@ class Estimate:
     bound : bool
         Whether ``steps`` and ``seconds`` bound the run rather than estimate
         it: adaptive steps counted at the initial ``dt`` (they usually grow
-        far longer), Sinkhorn iterations at their cap.
+        far longer) or past a probe at its last rate, Sinkhorn iterations at
+        their cap.
     basis : str
         Where the steps come from, in words (for :meth:`lines`).
     speed : float or None

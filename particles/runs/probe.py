@@ -10,9 +10,12 @@ times (:func:`particles.runs.estimate.estimate` marks that count a bound).
 (:func:`proxy_config`: one system of :data:`PROBE_PAIRWISE_TOKENS` tokens,
 drawn as the run draws its own, for a pairwise model, whose step sizes
 follow the dynamics and not n; up to :data:`PROBE_TOKENS` for an O(n) one,
-whose fastest oscillators set the step) through the run's own save times,
-and past the first steps through :data:`GRID_PER_DECADE` log-spaced times
-too, until the run's ``T`` or a budget of wall time (compiling aside).  A
+whose fastest oscillators set the step) on one Numba thread, as the run
+goes (its coincident tokens collapsing where the run's do), through the
+run's save times until its ``T`` or a budget of wall time (compiling
+aside); a proxy of fewer tokens than a run that does not collapse stops at
+:data:`GRID_PER_DECADE` log-spaced times a decade too (a collapsing one looks
+for coincident tokens where it stops, so it stops where the run does).  A
 proxy of fewer tokens than the run sums its attention directly: the
 spectral series costs the same for 64 tokens as for 10^4 (its degree is the
 run's), 200 times the direct sums, for the same steps to a few per cent.
@@ -194,13 +197,16 @@ class StepProbe:
                     "grow" + ("" if self.growth is None else
                               f"; {self.grown:.3g} if they grow on like t^{self.growth:.2g}")
                     + ")")
+        elif self.growth is None:
+            text = (f"{head} to t={self.reached:.3g} ({self.probed} steps), then a step per "
+                    f"save time to T={self.T:.3g} (its save times are closer than its steps)")
         else:
             text = (f"{head} to t={self.reached:.3g} ({self.probed} steps), then to "
                     f"T={self.T:.3g} between its steps growing on like t^{self.growth:.2g} "
                     f"({self.grown:.3g}) and staying ({self.last_rate:.3g}), counted at their "
                     "geometric mean")
         low, high = min(self.shares), max(self.shares)
-        if high < 1.0 or len(self.shares) > 1:
+        if low < 1.0:
             share = self.work / self.steps if self.steps else 1.0
             if len(self.shares) == 1:
                 text += f"; coincident tokens collapse: {share:.2g} of the work on every token"
@@ -254,9 +260,10 @@ def _grid(config: SimulationConfig, dense: bool) -> np.ndarray:
         return times
     count = math.ceil(math.log10(T / first) * GRID_PER_DECADE)
     extra = first * 10.0 ** (np.arange(count) / GRID_PER_DECADE)
-    # a log time within a step of a save time would only truncate a step
-    near = np.min(np.abs(extra[:, None] - times[None, :]), axis=1) < 1e-6 * extra
-    return np.union1d(times, extra[~near])
+    # a log time at a save time (to round-off) would only truncate a step
+    i = np.clip(np.searchsorted(times, extra), 1, times.size - 1)
+    gap = np.minimum(np.abs(times[i] - extra), np.abs(times[i - 1] - extra))
+    return np.union1d(times, extra[gap > 1e-6 * extra])
 
 
 def _rows(config: SimulationConfig, x0: np.ndarray, grid: np.ndarray, seconds: float
@@ -336,21 +343,27 @@ def _last_rate(rows: list[tuple[float, int, int]]) -> float:
     return (probed - s_a) / (reached - t_a) if reached > t_a else probed / reached
 
 
-def _extrapolate(rows: list[tuple[float, int, int]], T: float
+def _extrapolate(rows: list[tuple[float, int, int]], T: float, floor: float = 0.0
                  ) -> tuple[float, float | None, bool, float, float]:
     """``(rest, growth, bound, staying, growing)``: the attempts past the last
     of ``rows`` to ``T`` as counted (see the module docstring), the fitted
     exponent (None: not fitted), whether ``rest`` is the bound, and the
     attempts with the last rate and with the growth going on (0 when the
-    rows reach ``T``)."""
+    rows reach ``T``).  ``floor``: the run's save times past the rows, one
+    attempt each at least (a save grid finer than the steps sets them: the
+    last rate is then the count, not a bound)."""
     reached, probed, _ = rows[-1]
     if reached >= T:
         return 0.0, None, False, 0.0, 0.0
-    staying = _last_rate(rows) * (T - reached)
+    staying = max(floor, _last_rate(rows) * (T - reached))
     growth = _growth(rows)
-    growing = staying if growth is None else min(staying, _rest(rows, growth, T))
-    bound = growth is None or probed + staying > SPAN * (probed + growing)
-    rest = staying if bound else math.sqrt((probed + growing) * (probed + staying)) - probed
+    growing = staying if growth is None else max(floor, min(staying, _rest(rows, growth, T)))
+    if growth is None:
+        bound = staying > 1.05 * floor
+    else:
+        bound = probed + staying > SPAN * (probed + growing)
+    rest = staying if bound or growth is None else \
+        math.sqrt((probed + growing) * (probed + staying)) - probed
     return rest, growth, bound, staying, growing
 
 
@@ -422,7 +435,9 @@ def _probe(config: SimulationConfig, seconds: float, x0: np.ndarray | None) -> S
             if more[-1][0] >= reached:
                 runs.append(more)
     steps = float(np.mean([r[-1][1] for r in runs]))
-    rest, growth, bound, staying, growing = _extrapolate(rows, T)
+    times = config.output_times()
+    floor = float(np.count_nonzero(times > reached * (1 + 1e-12)))
+    rest, growth, bound, staying, growing = _extrapolate(rows, T, floor)
     cost = _cost(config, pairwise)
     works = []
     for r in runs:

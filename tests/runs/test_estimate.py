@@ -175,6 +175,10 @@ def test_the_steps_past_a_probe_lie_between_growing_on_and_staying():
         else:
             assert total >= truth and rest == staying
     assert _extrapolate(rows, rows[-1][0]) == (0.0, None, False, 0.0, 0.0)
+    # save times closer than the steps set them: one each, counted, not a bound
+    grid = [(0.01 * i, i, 64) for i in range(200)]
+    rest, growth, bound, staying, _ = _extrapolate(grid, 100.0, floor=10000 - 199)
+    assert growth is None and not bound and rest == staying == 10000 - 199
 
 
 def test_a_probe_stopped_at_once_says_its_time_is_a_bound():
