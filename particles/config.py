@@ -58,6 +58,8 @@ POSITIONS: dict[str, str] = {
 #: default chord distance at which tokens are one (four ulps of 1; see
 #: :mod:`particles.models.collapse`).
 COLLAPSE_TOL = 4 * float(np.finfo(np.float64).eps)
+#: the largest distance a USA step may move a token: its square is the largest float64.
+MAX_STEP_MOVE = float(np.sqrt(np.finfo(np.float64).max))
 
 #: the stopping conditions and events of a run, and their defaults (not written
 #: in a file's configuration when unset: files without them stay byte-identical).
@@ -628,7 +630,9 @@ class SimulationConfig:
         if qk is not None and not qk.random:
             # USA weights are kappa(q, k) e^-c / n: their largest value must be
             # finite (one rule for fixed and drawn weights, on the kernels)
-            check_usa_range(self, *qk.draw(None, self.d, self.matrix("Q"), self.matrix("K")))
+            Q, K = qk.draw(None, self.d, self.matrix("Q"), self.matrix("K"))
+            check_usa_range(self, Q, K)
+            self._check_usa_step(Q, K)
         self._check_kuramoto()
         self._check_summation()
         self._check_collapse()
@@ -661,8 +665,34 @@ class SimulationConfig:
                 _fail("collapse_tol", f"0 or the default for this run (collapsing is not "
                       f"exact: {why})", tol)
 
+    def _check_usa_step(self, Q: np.ndarray, K: np.ndarray) -> None:
+        """Refuse a USA run whose first step cannot stay finite: ``dt`` times the
+        speed bound (weights up to e^c, :func:`particles.fields.speed_bound`)
+        beyond :data:`MAX_STEP_MOVE`, whose square (the norm that takes a step
+        back to the sphere, an adaptive error norm) overflows float64.  A fixed
+        step then gives non-finite positions at once; an adaptive one must
+        shrink below 1e-154 dt, past its floor (1e-14 of a save interval).
+        With ``usa_scale='n_exp_beta'`` (c = beta) no beta reaches it."""
+        from particles.fields import KERNELS, speed_bound
+        from particles.fields.weights import V_WEIGHTS
+
+        values = V_WEIGHTS.get(self.value_weights)
+        if self.model != "usa" or values is None or values.random:
+            return  # drawn weights: their range is checked where they are drawn
+        V = values.draw(None, self.d, Q, K, self.matrix("V"))
+        move = self.dt * self.heads * speed_bound(self, Q, K, V)
+        if move > MAX_STEP_MOVE:
+            kernel = KERNELS[self.kernel]
+            _fail("beta", f"small enough that a step moves a token a distance whose square "
+                  f"is finite in float64 (dt x speed bound = {move:.3g} > "
+                  f"{MAX_STEP_MOVE:.3g}, kernel {kernel.name!r}); "
+                  f"{kernel.overflow_hint(self.usa_scale)} or a smaller dt (dt={self.dt:g})",
+                  self.beta)
+
     def _check_stops(self) -> None:
         """Validate the stopping conditions and the merge events (:mod:`particles.events`)."""
+        from particles.integrators import INTEGRATORS
+
         set_ = object.__setattr__
         if self.until_clusters is not None:
             set_(self, "until_clusters", _check_int("until_clusters", self.until_clusters, 1))
@@ -679,6 +709,10 @@ class SimulationConfig:
             if self.noise > 0:
                 _fail("merge_events", "False with noise (the bisection integrates a stretch "
                       "again in other steps, which draws another noise path)", True)
+            if INTEGRATORS[self.integrator].stochastic:
+                _fail("merge_events", f"False with the stochastic integrator "
+                      f"{self.integrator!r} (merge events are located with a deterministic "
+                      "one: rk4, dopri5, ...)", True)
             if (self.batch or 1) > 1:
                 _fail("merge_events", "False for an ensemble (merge events are located for "
                       "one system; analyze an ensemble's saved frames)", True)

@@ -104,7 +104,8 @@ class Estimate:
     bound : bool
         Whether ``steps`` and ``seconds`` bound the run rather than estimate
         it: adaptive steps counted at the initial ``dt`` (they usually grow
-        far longer), Sinkhorn iterations at their cap.
+        far longer) or past a probe at its last rate, Sinkhorn iterations at
+        their cap.
     basis : str
         Where the steps come from, in words (for :meth:`lines`).
     speed : float or None
@@ -112,6 +113,10 @@ class Estimate:
         to the reference costs of this module
         (:func:`particles.runs.probe.machine_speed`), which ``seconds``
         includes; None: the reference costs as they are.
+    spread : tuple of float or None
+        The least and the most ``seconds`` of the draws a probe saw, where
+        ``seconds`` is their mean: when a run's coincident tokens collapse
+        is round-off's lottery (:mod:`particles.runs.probe`); None: one value.
     """
 
     frames: int
@@ -122,6 +127,7 @@ class Estimate:
     bound: bool = False
     basis: str = ""
     speed: float | None = None
+    spread: tuple[float, float] | None = None
 
     def lines(self) -> list[str]:
         """The estimate in words, one item per line."""
@@ -130,13 +136,15 @@ class Estimate:
         basis = f"; {self.basis}" if self.basis else ""
         where = ("one core of the reference machine" if self.speed is None else
                  f"one core, timed here at {self.speed:.2g}x the reference costs")
+        spread = ("" if self.spread is None else f"; {_duration(self.spread[0])} to "
+                  f"{_duration(self.spread[1])} as its tokens collapse early or late")
         return [
             f"frames       {self.frames}",
             f"steps        {'at most ' if self.bound else ''}{self.steps:.4g}{basis}",
             f"memory       {_size(self.memory_bytes)} (peak, rough)",
             f"output       {_size(self.output_bytes)}",
             f"time         {what}{_duration(self.seconds)} ({kind}: integration on {where}; "
-            "compiling adds 10-30 s)",
+            f"compiling adds 10-30 s{spread})",
         ]
 
 
@@ -215,27 +223,36 @@ def frame_seconds(config: SimulationConfig) -> float:
     return out
 
 
-def config_evaluation_seconds(config: SimulationConfig) -> float:
+def config_evaluation_seconds(config: SimulationConfig, *, n: int | None = None) -> float:
     """Seconds of one drift evaluation of one system of ``config`` on one core
     at the reference costs: :func:`evaluation_seconds` for its model, heads and
     Sinkhorn passes, the spectral series' own cost model for
-    ``summation="spectral"``."""
+    ``summation="spectral"``.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+    n : int, optional
+        Tokens evaluated, where not ``config.n``: the distinct points of a run
+        whose coincident tokens collapsed (:mod:`particles.models.collapse`).
+    """
     from particles.models import MODELS
 
+    n = config.n if n is None else int(n)
     if config.summation == "spectral":
         from particles.fields import spectral
 
         # the series' cost (fields.spectral.costs, measured like this module's)
-        return spectral.costs(config.n, config.d, spectral.degree(config))[1]
+        return spectral.costs(n, config.d, spectral.degree(config))[1]
     sinkhorn = config.normalization == "sinkhorn"
     return evaluation_seconds(
-        n=config.n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,
+        n=n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,
         passes=1.0 + config.sinkhorn_iters if sinkhorn else 1.0)
 
 
 def estimate(config: SimulationConfig, *, steps: float | None = None,
              basis: str | None = None, work: float = 1.0,
-             speed: float | None = None) -> Estimate:
+             speed: float | None = None, bound: bool = False) -> Estimate:
     """The rough cost of running ``config`` (nothing is allocated).
 
     Parameters
@@ -256,6 +273,9 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
         This machine's cost of a drift evaluation relative to the reference
         costs (:func:`particles.runs.probe.machine_speed`); it scales the
         steps' and the frames' time.  By default the reference costs.
+    bound : bool
+        Whether the given ``steps`` bound the run's rather than estimate them
+        (a probe that could only extrapolate at its last rate).
 
     Returns
     -------
@@ -264,7 +284,7 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
     frames = expected_frames(config)
     adaptive = INTEGRATORS[config.integrator].adaptive
     sinkhorn = config.normalization == "sinkhorn"
-    bound = sinkhorn
+    bound = bound or sinkhorn
     if steps is None:
         steps = math.ceil(config.T / config.dt) if config.T > 0 else 0
         bound |= adaptive and steps > 0

@@ -49,6 +49,7 @@ from particles.io.sweep import (
     open_sweep,
     read_header,
     read_systems,
+    sweep_bytes,
     sweep_error,
 )
 from particles.progress import Progress
@@ -169,7 +170,9 @@ def _probed_ratios(spec: SweepSpec, bounds: list[float], probe: float) -> list[f
     ratios = {}
     try:
         for p in chosen:
-            steps = probe_steps(spec.config(p), seconds=probe / len(chosen)).steps
+            # a sweep's systems run as ensembles, whose tokens never collapse
+            config = spec.config(p).replace(collapse_tol=0.0)
+            steps = probe_steps(config, seconds=probe / len(chosen)).steps
             ratios[p] = steps / bounds[p]
     except IntegrationError:
         return None
@@ -182,7 +185,9 @@ def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0, timed: bool = False) 
     the integration of every grid point's ensemble as
     :func:`particles.runs.estimate.estimate` counts it, the statistics (about
     one pass over the pairs per save time), the memory of one task of
-    :func:`default_chunk` systems and the size of the sweep file.
+    :func:`default_chunk` systems and the size of the sweep file (as its
+    writer reserves it, :func:`particles.io.sweep.sweep_bytes`: chunks and
+    statistics included).
 
     Parameters
     ----------
@@ -210,7 +215,7 @@ def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0, timed: bool = False) 
         except IntegrationError:
             pass  # the reference costs, as without timing
     seconds = steps = 0.0
-    out, memory, bound, bases = 64 * 1024, 0, False, []
+    memory, bound, bases = 0, False, []
     for p, c in enumerate(configs):
         counted = None if ratios is None or not bounds[p] else math.ceil(bounds[p] * ratios[p])
         est = estimate(c.replace(batch=spec.runs), steps=counted, speed=speed,
@@ -223,10 +228,7 @@ def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0, timed: bool = False) 
         seconds += est.seconds + F * spec.runs * evaluation_seconds(n=c.n, d=c.d) * (speed or 1)
         steps += est.steps
         memory = max(memory, estimate(c.replace(batch=chunk)).memory_bytes)
-        per = F * (10 + 2 * len(spec.deltas)) + 24
-        if spec.positions:
-            per += 8 * F * c.n * c.d
-        out += per * spec.runs
+    out = sweep_bytes(spec.layout(), spec.points * spec.runs)
     return Estimate(frames=F, steps=steps, memory_bytes=memory, output_bytes=out,
                     seconds=seconds, bound=bound, basis="; ".join(b for b in bases if b),
                     speed=speed)
