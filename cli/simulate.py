@@ -219,9 +219,10 @@ def simulate(
     it once there is room.  Before any work the memory, output size and
     time are estimated; a run that cannot fit is refused (--no-size-check
     starts it anyway, --dry-run prints the estimate only: for an adaptive
-    integrator it first counts the steps with a short probe of the run, about
-    a second once the kernels are compiled, and says when a time is a bound
-    rather than an estimate).
+    integrator it first counts the steps with a short probe of the run, one
+    to three seconds once the kernels are compiled, and says when a time is a
+    bound rather than an estimate, or gives its range where the tokens'
+    collapse decides it).
     """
     values = given_values(options, config_file)
     if not no_size_check:
