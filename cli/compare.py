@@ -15,10 +15,10 @@ from particles_cli.options import (
 )
 from particles_cli.session import run_session
 
-from particles.compare import DEFAULT_MODELS, check_models, compare_models
 from particles.config import parse_init
 from particles.io.compare import read_comparison_summary
 from particles.models import MODELS
+from particles.runs.compare import DEFAULT_MODELS, check_models, compare_models
 
 #: the configuration options of `simulate` that `compare` shares (same help texts);
 #: d is always 2, and the attention matrices, kernel and batch are not compared.

@@ -1,6 +1,6 @@
 """Clustering under each attention kernel from the same start (issue 27, figure 7).
 
-:func:`particles.kernel_comparison.compare_kernels` draws one set of ``n``
+:func:`particles.runs.compare_kernels` draws one set of ``n``
 uniform tokens on S^{d-1} from the seed and runs SA with every kernel of
 :data:`particles.fields.KERNELS` (edp, rbf, l2, intersection, quadratic) from
 exactly those tokens (dopri5, log-spaced save times); the same tokens also
@@ -32,7 +32,7 @@ from matplotlib.figure import Figure
 from particles import simulate
 from particles.analysis import InnerProductHistogram, count_clusters
 from particles.gallery import figure_command
-from particles.kernel_comparison import compare_kernels
+from particles.runs import compare_kernels
 
 BINS = 40
 

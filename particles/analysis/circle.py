@@ -1,5 +1,5 @@
 """Analysis of oscillators on the circle: continuous phases, order parameter, locking
-(``particles.analysis.circle``; ``particles.circle_analysis`` re-exports it).
+(``particles.analysis.circle``).
 
 Works on embedded trajectories (positions of shape ``(frames, n, 2)``, from
 ``simulate(..., d=2)``) and on angle trajectories (``theta`` of shape

@@ -372,7 +372,7 @@ def _read(path: str | Path, reader):
 
 
 def load_comparison(path: str | Path) -> dict[str, Trajectory]:
-    """Read a model comparison file written by :func:`particles.compare.compare_models`.
+    """Read a model comparison file written by :func:`particles.runs.compare.compare_models`.
 
     Parameters
     ----------
@@ -476,7 +476,7 @@ class ComparisonKind:
     name = KIND
     description = "model comparison"
     command = "particles compare"
-    reader = "particles.compare.load_comparison"
+    reader = "particles.runs.compare.load_comparison"
     unit = "frames"
     resumable = False
     error = TrajectoryFileError

@@ -11,11 +11,11 @@ from clitools import invoke, ok, usage_error
 from particles_cli.main import COMMANDS
 
 import particles.runs.compare as compare_module
-from particles.compare import load_comparison
 from particles.config import SimulationConfig
 from particles.engine import IntegrationError, iter_frames, speed_bound
 from particles.io import load
 from particles.plotting import KINDS
+from particles.runs.compare import load_comparison
 
 # the sizes of tests/runs/test_compare.py, so the compiled kernels are shared
 BASE = "--n 10 --beta 2 --T 0.4 --dt 0.05 --save-every 2 --seed 7".split()

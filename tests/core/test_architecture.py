@@ -33,9 +33,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("particles.config", "particles.models"),
     ("particles.engine", "particles.events", "particles.circle", "particles.meanfield"),
     ("particles.io",),
-    ("particles.analysis", "particles.circle_analysis"),
+    ("particles.analysis",),
     ("particles.plotting",),
-    ("particles.runs", "particles.compare", "particles.kernel_comparison", "particles.sweep",
+    ("particles.runs", "particles.sweep",
      "particles.gallery"),
     ("particles_cli",),
     # the package root only re-exports lazily (module __getattr__)

@@ -15,19 +15,19 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from particles import StepSizeWarning, simulate
+from particles.analysis.circle import (
+    FrequencyLocking,
+    order_parameter,
+    order_parameter_from_positions,
+    phases,
+    unwrap_phases,
+)
 from particles.circle import (
     ANGLE_MODELS,
     AngleTrajectory,
     angle_velocity,
     angle_velocity_reference,
     simulate_angles,
-)
-from particles.circle_analysis import (
-    FrequencyLocking,
-    order_parameter,
-    order_parameter_from_positions,
-    phases,
-    unwrap_phases,
 )
 from particles.engine import IntegrationError
 from particles.sphere import angles_to_circle

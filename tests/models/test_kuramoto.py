@@ -18,8 +18,8 @@ import pytest
 from scipy import integrate, optimize
 
 from particles import SimulationConfig, StepSizeWarning, simulate
+from particles.analysis.circle import FrequencyLocking, order_parameter_from_positions
 from particles.circle import simulate_angles
-from particles.circle_analysis import FrequencyLocking, order_parameter_from_positions
 from particles.config import OMEGA_DISTRIBUTIONS, parse_omega
 from particles.fields.kuramoto import (
     kuramoto_reference,

@@ -1,4 +1,4 @@
-"""Model comparison (particles.compare): one initial condition, several models, one file."""
+"""Model comparison (particles.runs.compare): one initial condition, several models, one file."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ import pytest
 
 import particles
 import particles.runs.compare as compare_module
-from particles.compare import (
+from particles.engine import IntegrationError, iter_frames, run
+from particles.fields.kuramoto import natural_frequencies
+from particles.io import OutputPathError, TrajectoryFileError
+from particles.runs import run_to_file
+from particles.runs.compare import (
     ComparisonFailed,
     ComparisonInterrupted,
     ComparisonResult,
@@ -19,10 +23,6 @@ from particles.compare import (
     load_comparison,
     plot_comparison,
 )
-from particles.engine import IntegrationError, iter_frames, run
-from particles.fields.kuramoto import natural_frequencies
-from particles.io import OutputPathError, TrajectoryFileError
-from particles.runs import run_to_file
 
 MODELS = ("sa", "usa", "kuramoto")
 # small and cheap: every test shares the rk4 kernels of these three models

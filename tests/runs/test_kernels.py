@@ -12,7 +12,7 @@ from particles.config import SimulationConfig
 from particles.engine import initial_positions
 from particles.fields import KERNELS
 from particles.io import OutputPathError
-from particles.kernel_comparison import (
+from particles.runs.kernels import (
     check_kernels,
     compare_kernels,
     default_times,
