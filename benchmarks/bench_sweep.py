@@ -13,7 +13,7 @@ Prints one table:
   --nthreads 1`` processes started here on 127.0.0.1 (fresh workers, so
   their compiles are included; the cluster's start-up is shown apart),
   driven in this process so the per-task statistics of
-  :class:`particles.sweep.dask.DaskBackend` are available;
+  :class:`particles.sweep.backends.dask.DaskBackend` are available;
 * the per-task overhead of the Dask backend: the wall time per task of a map
   of trivial tasks over both workers (throughput), and the round trip of one
   trivial task at a time (latency).
@@ -100,7 +100,7 @@ def run_local(root: Path, betas: int, runs: int) -> float:
 def run_dask(root: Path, cluster: Cluster, betas: int, runs: int) -> dict[str, float]:
     """The sweep through ``cluster``, driven here: wall and per-task statistics."""
     from particles.sweep import SweepSpec, run_sweep
-    from particles.sweep.dask import DaskBackend
+    from particles.sweep.backends.dask import DaskBackend
     from particles.sweep.grid import parse_value
 
     args = sweep_args(betas, runs)
@@ -122,7 +122,7 @@ def run_dask(root: Path, cluster: Cluster, betas: int, runs: int) -> dict[str, f
 
 def task_overhead(cluster: Cluster, tasks: int = 400, sequential: int = 50) -> tuple[float, float]:
     """(seconds per trivial task over both workers, round trip of one trivial task)."""
-    from particles.sweep.dask import DaskBackend
+    from particles.sweep.backends.dask import DaskBackend
 
     with DaskBackend(scheduler_file=cluster.file) as backend:
         list(backend.map_unordered(abs, range(-4, 0)))  # workers import numba once

@@ -5,7 +5,9 @@ layer; a module may import only from its own layer or a lower one, at module
 level, inside functions (function-level imports used to hide cycles) *and*
 under ``if TYPE_CHECKING:`` (a type hint naming an upper layer is a cycle of
 the design even if it never runs: the registries never name the
-configuration).  The import graph, type-level imports included, must have no
+configuration) and through ``importlib.import_module("particles...")`` with
+a literal name (the sweep's backends once imported each other that way,
+unseen).  The import graph, type-level imports included, must have no
 cycle, and no ``_``-prefixed name is imported from another module's
 namespace across packages.
 """
@@ -86,6 +88,14 @@ def _resolve(source: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _imports_by_name(call: ast.Call) -> bool:
+    """``importlib.import_module("literal")`` or ``import_module("literal")``."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return (name == "import_module" and len(call.args) >= 1
+            and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str))
+
+
 def imports_of(module: str, path: Path) -> list[Import]:
     tree = ast.parse(path.read_text(), filename=str(path))
     found: list[Import] = []
@@ -94,6 +104,9 @@ def imports_of(module: str, path: Path) -> list[Import]:
         if isinstance(node, ast.Import):
             for a in node.names:
                 found.append(Import(module, a.name, (), node.lineno))
+        elif isinstance(node, ast.Call) and _imports_by_name(node):
+            # importlib.import_module("particles.x"): an edge as real as an import
+            found.append(Import(module, node.args[0].value, (), node.lineno))
         elif isinstance(node, ast.ImportFrom):
             target = _resolve(module, node, path.name == "__init__.py")
             for a in node.names:
@@ -110,6 +123,14 @@ def imports_of(module: str, path: Path) -> list[Import]:
 
 
 ALL_IMPORTS = [i for m, p in MODULES.items() for i in imports_of(m, p)]
+
+
+def test_import_module_with_a_literal_name_is_an_import(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import importlib\n\ndef f():\n"
+                      "    return importlib.import_module('particles.sweep')\n")
+    assert [(i.target, i.line) for i in imports_of("particles.x", source)] == [
+        ("particles.sweep", 4)]
 
 
 def test_every_module_has_a_layer():

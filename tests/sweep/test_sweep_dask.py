@@ -28,7 +28,7 @@ from distributed import Client
 
 from particles.errors import SweepError
 from particles.sweep import LocalBackend, SweepSpec, make_backend, run_sweep
-from particles.sweep.dask import DaskBackend, scheduler_address
+from particles.sweep.backends.dask import DaskBackend, scheduler_address
 
 pytestmark = pytest.mark.processes
 

@@ -59,7 +59,7 @@ from typing import Any
 import distributed  # noqa: F401 - missing: make_backend says "pip install 'dask[distributed]'"
 
 from particles.errors import SweepError, WorkersLost
-from particles.sweep.backends import DEFAULT_TIMEOUT, check_timeout
+from particles.sweep.backends.base import DEFAULT_TIMEOUT, check_timeout
 
 __all__ = ["DEFAULT_TIMEOUT", "DaskBackend", "TaskStat", "scheduler_address"]
 
