@@ -230,8 +230,8 @@ def test_embedded_two_oscillators_exact_solution():
                                np.angle(np.exp(1j * phi0)), atol=1e-9)
 
 
-def test_large_population_is_cheap():
-    n = 100_000
+def _seconds_per_eval(n: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """Best process CPU seconds of one mean-field Kuramoto drift of n oscillators."""
     cfg = SimulationConfig(n=n, d=2, beta=0.0, model="kuramoto", omega="gaussian:0.2",
                            coupling=2.0, seed=5, integrator="rk4", dt=0.01, T=0.05,
                            save_times=(0.05,))
@@ -240,13 +240,22 @@ def test_large_population_is_cheap():
     out = np.empty_like(X)
     ws = np.empty(field.workspace(2))
     field.parallel(X, field.params, out, ws)
-    t = time.perf_counter()
-    for _ in range(20):
-        field.parallel(X, field.params, out, ws)
-    per_eval = (time.perf_counter() - t) / 20
-    # two passes over the rows: about a millisecond; an n^2 kernel would take ~10 s
-    assert per_eval < 0.05, per_eval
-    np.testing.assert_allclose(out, field.reference(X), rtol=1e-12, atol=1e-14)
+    best = np.inf
+    for _ in range(5):
+        t = time.process_time()
+        for _ in range(16):
+            field.parallel(X, field.params, out, ws)
+        best = min(best, (time.process_time() - t) / 16)
+    return best, out, field.reference(X)
+
+
+def test_large_population_costs_linear_time():
+    """The mean-field drift is two passes over the rows: 8x the oscillators cost
+    about 8x (an n^2 kernel would cost 64x); a ratio in one process, not a time."""
+    small, _, _ = _seconds_per_eval(20_000)
+    large, out, reference = _seconds_per_eval(160_000)
+    assert large / small < 24, (small, large)
+    np.testing.assert_allclose(out, reference, rtol=1e-12, atol=1e-14)
 
 
 def test_speed_bound_warning_counts_frequencies():
