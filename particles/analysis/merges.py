@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from particles._numba import cached
 from particles.analysis._base import Compute, as_tokens, result
 from particles.analysis.clusters import DEFAULT_FLOOR, check_method, detect
 from particles.analysis.components import DEFAULT_EPS
@@ -206,6 +207,61 @@ def find_timescales(plateaus: list[Plateau], system: int = 0) -> Timescales:
     after = tuple(plateaus[first:])
     drops = tuple(float(q.end) for q, nxt in itertools.pairwise(after) if nxt.count < q.count)
     return Timescales(system, p.start, float("nan") if p.censored else p.end, p.count, after, drops)
+
+
+@cached()
+def _timescales(times, counts, min_decades, time_unit, formation, first_merge):
+    """Formation and first-merge time of every series counts[b] (F,), as
+    :func:`find_timescales` of its plateaus (the NumPy twin the tests compare)."""
+    B, F = counts.shape
+    for b in range(B):
+        formation[b] = np.nan
+        first_merge[b] = np.nan
+        a = 0
+        for k in range(1, F + 1):
+            if k < F and counts[b, k] == counts[b, k - 1]:
+                continue
+            censored = k == F
+            e = F - 1 if censored else k  # first frame after the plateau, or the last
+            last = e if censored else e - 1
+            t_last = times[last]
+            if t_last > 0.0:
+                length = np.log10(t_last / max(times[a], time_unit))
+            else:
+                length = -np.inf
+            if length >= min_decades and counts[b, a] > 0:  # count 0: spread, no formation
+                formation[b] = times[a]
+                if not censored:
+                    first_merge[b] = times[e]
+                break
+            a = k
+
+
+def timescales(times: np.ndarray, counts: np.ndarray, *, min_decades: float = DEFAULT_MIN_DECADES,
+               time_unit: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Formation and first-merge times of many cluster-count series (compiled):
+    the :func:`find_timescales` of each series' :func:`find_plateaus`, in one call
+    (a sweep's tasks read thousands of systems).
+
+    Parameters
+    ----------
+    times : ndarray, shape (F,)
+    counts : ndarray of int, shape (m, F)
+
+    Returns
+    -------
+    formation_time, first_merge_time : ndarray, shape (m,)
+        NaN where not seen (the definitions of this module).
+    """
+    c = np.ascontiguousarray(counts, dtype=np.int64)
+    form = np.empty(c.shape[0])
+    merge = np.empty(c.shape[0])
+    if c.shape[1]:
+        _timescales(np.ascontiguousarray(times, dtype=np.float64), c, float(min_decades),
+                    float(time_unit), form, merge)
+    else:
+        form[:] = merge[:] = np.nan
+    return form, merge
 
 
 def two_cluster_merge_time(beta: float, phi: float, *, masses: tuple[float, float] = (1.0, 1.0),

@@ -38,15 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from particles._numba import cached
-from particles.analysis.merges import DEFAULT_MIN_DECADES
+from particles.analysis.merges import DEFAULT_MIN_DECADES, timescales
 from particles.config import SimulationConfig, parse_init
 from particles.models import build_problem
 from particles.observables import observation
 from particles.seeds import sweep_noise_keys, sweep_system_rng
 from particles.sphere import INITIAL_CONDITIONS
 
-__all__ = ["Task", "TaskResult", "run_task", "system_positions", "timescales"]
+__all__ = ["Task", "TaskResult", "run_task", "system_positions"]
 
 
 @dataclass(frozen=True)
@@ -125,60 +124,6 @@ class TaskResult:
     single_cluster_time: np.ndarray
     positions: np.ndarray | None = None
     seconds: float = 0.0
-
-
-# ------------------------------------------------------------ time scales
-@cached()
-def _timescales(times, counts, min_decades, time_unit, formation, first_merge):
-    """Formation and first-merge time of every series counts[b] (F,), as
-    :func:`particles.analysis.merges.find_timescales` of its plateaus."""
-    B, F = counts.shape
-    for b in range(B):
-        formation[b] = np.nan
-        first_merge[b] = np.nan
-        a = 0
-        for k in range(1, F + 1):
-            if k < F and counts[b, k] == counts[b, k - 1]:
-                continue
-            censored = k == F
-            e = F - 1 if censored else k  # first frame after the plateau, or the last
-            last = e if censored else e - 1
-            t_last = times[last]
-            if t_last > 0.0:
-                length = np.log10(t_last / max(times[a], time_unit))
-            else:
-                length = -np.inf
-            if length >= min_decades and counts[b, a] > 0:  # count 0: spread, no formation
-                formation[b] = times[a]
-                if not censored:
-                    first_merge[b] = times[e]
-                break
-            a = k
-
-
-def timescales(times: np.ndarray, counts: np.ndarray, *, min_decades: float = DEFAULT_MIN_DECADES,
-               time_unit: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Formation and first-merge times of cluster-count series (compiled).
-
-    Parameters
-    ----------
-    times : ndarray, shape (F,)
-    counts : ndarray of int, shape (m, F)
-
-    Returns
-    -------
-    formation_time, first_merge_time : ndarray, shape (m,)
-        NaN where not seen (the definitions of :mod:`particles.analysis.merges`).
-    """
-    c = np.ascontiguousarray(counts, dtype=np.int64)
-    form = np.empty(c.shape[0])
-    merge = np.empty(c.shape[0])
-    if c.shape[1]:
-        _timescales(np.ascontiguousarray(times, dtype=np.float64), c, float(min_decades),
-                    float(time_unit), form, merge)
-    else:
-        form[:] = merge[:] = np.nan
-    return form, merge
 
 
 # ------------------------------------------------------------------- running

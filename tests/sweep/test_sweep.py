@@ -16,7 +16,6 @@ import pytest
 from clitools import invoke, ok, usage_error
 
 from particles.analysis.components import component_labels_reference
-from particles.analysis.merges import find_plateaus, find_timescales
 from particles.config import SimulationConfig
 from particles.engine import run
 from particles.errors import RunInterrupted, SweepError
@@ -35,7 +34,7 @@ from particles.sweep import (
 )
 from particles.sweep.backends import PROCESS_MIN_SECONDS, local_cores
 from particles.sweep.run import fit_backend, sweep_estimate
-from particles.sweep.tasks import system_positions, timescales
+from particles.sweep.tasks import system_positions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -201,7 +200,7 @@ def test_a_scheduler_that_cannot_be_used_is_one_line(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------ compiled statistics
-def test_close_pairs_and_timescales_match_their_twins():
+def test_close_pairs_match_their_twins():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((5, 7, 3))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)
@@ -215,16 +214,6 @@ def test_close_pairs_and_timescales_match_their_twins():
         assert np.array_equal(counts, [component_labels_reference(s, 0.3).max() + 1 for s in x])
         np.testing.assert_allclose(energy, compute_observables(x, beta, masses)["energy"],
                                    rtol=1e-13)
-    times = np.concatenate([[0.0], np.logspace(-2, 3, 40)])
-    counts = np.maximum(1, 6 - np.cumsum(rng.random((50, 41)) < 0.08, axis=1))
-    counts[:5] = counts[:5, :1]  # constant series: censored at once
-    counts[5:15, :25] = 0  # spread for decades: no formation (issue 28)
-    counts[15:18] = 0  # spread to the end
-    form, merge = timescales(times, counts)
-    assert np.isnan(form[15:18]).all() and np.isfinite(form[5:15]).any()
-    for b in range(counts.shape[0]):
-        ts = find_timescales(find_plateaus(times, counts[b]))
-        np.testing.assert_equal([form[b], merge[b]], [ts.formation_time, ts.first_merge_time])
 
 
 # ------------------------------------------------------------ sweeps
