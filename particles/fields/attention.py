@@ -134,7 +134,7 @@ def attention_reference(
 
 
 @jit
-def _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT):
+def prepare_scores(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT):
     """Scaled queries ``beta Q x_i`` into qs (n, d); keys ``K x_j`` and values
     ``V x_j`` transposed into kT, vT (d, n), so row loops run over contiguous j.
     (:func:`_prepare_T` writing through the transposed view of qs.)"""
@@ -538,7 +538,7 @@ def _setup(X, p, ws):
         _setup_identity_T(X, beta, logm, qs.T, kT, ws[2 * nd:2 * nd + n], bound)
     else:
         vT = view2d(ws[2 * nd:3 * nd], d, n)
-        _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
+        prepare_scores(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
         _bounds(qs, kT, logm, bound)
     return qs, kT, vT, bound
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from particles._numba import jit, prange, specialize, view2d
 from particles.fastexp import exp_scalar
-from particles.fields.attention import _prepare, project_qkv
+from particles.fields.attention import prepare_scores, project_qkv
 
 
 def sinkhorn_reference(
@@ -145,7 +145,7 @@ def _sinkhorn(X, p, out, ws):
     h = ws[5 * nd + 2 * n:5 * nd + 3 * n]
     base = 5 * nd + 3 * n
     nchunks = (ws.shape[0] - base) // n
-    _prepare(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
+    prepare_scores(X, Q, K, V, beta, qk_identity, v_identity, qs, kT, vT)
     for i in range(n):
         g[i] = 0.0
         for a in range(d):

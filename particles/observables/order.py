@@ -30,7 +30,7 @@ __all__ = [
 
 
 @jit
-def _linear_sums(X, m):
+def linear_sums(X, m):
     """``(|sum_i x_i|^2, sum_i |x_i|^2, |sum_i m_i x_i|^2)`` of X (n, d): the
     O(n) parts of the observables (``|sum x|^2 - sum |x|^2 = 2 sum_{i<j} <x_i, x_j>``)."""
     n, d = X.shape
@@ -59,7 +59,7 @@ def _order_sums(Xb, m, order, mean_ip):
     for i in range(n):
         N += m[i]
     for b in prange(B):
-        r2, sq, w2 = _linear_sums(Xb[b], m)
+        r2, sq, w2 = linear_sums(Xb[b], m)
         order[b] = np.sqrt(w2) / N
         mean_ip[b] = (r2 - sq) / (n * (n - 1.0)) if n > 1 else 1.0
 

@@ -30,7 +30,7 @@ from particles._numba import cached, jit, prange, specialize
 from particles.fastexp import exp_row
 from particles.observables.base import Context
 from particles.observables.energy import kernel_energy
-from particles.observables.order import _linear_sums
+from particles.observables.order import linear_sums
 
 #: from this many tokens on, beta = 0 observables on the circle use sorted
 #: angles (NumPy, O(n log n)) instead of the compiled pair loop (measured:
@@ -140,7 +140,7 @@ def _finish(X, beta, m, sums, out):
         energy = np.exp(beta) * en / (2.0 * beta) if beta < 709.0 else np.inf
     else:
         energy = sums[1] / (2.0 * N * N)
-    r2, sq, w2 = _linear_sums(X, m)
+    r2, sq, w2 = linear_sums(X, m)
     out[0] = energy
     out[1] = en
     out[2] = np.sqrt(w2) / N

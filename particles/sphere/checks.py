@@ -10,16 +10,21 @@ from numpy.typing import ArrayLike, NDArray
 
 from particles.errors import invalid
 
+__all__ = ["TWO_PI", "as_f64", "check_batch", "check_int", "check_real", "check_rng", "finish",
+           "leading_shape", "unit_rows", "unit_vector"]
+
 FloatArray = NDArray[np.float64]
 
-_TWO_PI = 2.0 * math.pi
+TWO_PI = 2.0 * math.pi
 
 
-def _as_f64(x: ArrayLike) -> FloatArray:
+def as_f64(x: ArrayLike) -> FloatArray:
+    """``x`` as a float64 array (no copy when it is one)."""
     return np.asarray(x, dtype=np.float64)
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int of at least ``minimum``, or a one-line ValueError naming ``name``."""
     # bool is an int subclass, but n=True is never meant.
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
         raise invalid(name, f"an integer >= {minimum}", value)
@@ -28,13 +33,15 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
-def _check_batch(batch: Any) -> int | None:
+def check_batch(batch: Any) -> int | None:
+    """An ensemble size (an int >= 1) or None for one system."""
     if batch is None:
         return None
-    return _check_int("batch", batch, 1)
+    return check_int("batch", batch, 1)
 
 
-def _check_rng(rng: Any) -> np.random.Generator:
+def check_rng(rng: Any) -> np.random.Generator:
+    """``rng`` itself when it is a ``numpy.random.Generator``, else a TypeError."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
             "rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), "
@@ -43,7 +50,8 @@ def _check_rng(rng: Any) -> np.random.Generator:
     return rng
 
 
-def _check_real(name: str, value: Any) -> float:
+def check_real(name: str, value: Any) -> float:
+    """``value`` as a finite float, or a one-line ValueError naming ``name``."""
     try:
         out = float(value)
     except (TypeError, ValueError):
@@ -53,9 +61,10 @@ def _check_real(name: str, value: Any) -> float:
     return out
 
 
-def _unit_vector(name: str, value: ArrayLike, d: int) -> FloatArray:
+def unit_vector(name: str, value: ArrayLike, d: int) -> FloatArray:
+    """``value`` (shape (d,), finite, nonzero) normalised onto the sphere."""
     try:
-        arr = _as_f64(value)
+        arr = as_f64(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a real vector of shape ({d},), got {value!r}") from None
     if arr.shape != (d,):
@@ -68,11 +77,13 @@ def _unit_vector(name: str, value: ArrayLike, d: int) -> FloatArray:
     return arr / norm
 
 
-def _leading_shape(n: int, batch: int | None) -> tuple[int, ...]:
+def leading_shape(n: int, batch: int | None) -> tuple[int, ...]:
+    """``(n,)`` for one system, ``(batch, n)`` for an ensemble."""
     return (n,) if batch is None else (batch, n)
 
 
-def _finish(x: FloatArray) -> FloatArray:
+def finish(x: FloatArray) -> FloatArray:
+    """``x`` as a C-contiguous float64 array, as every sampler returns it."""
     return np.ascontiguousarray(x, dtype=np.float64)
 
 

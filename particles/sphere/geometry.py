@@ -9,12 +9,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from particles.sphere.checks import (
-    _TWO_PI,
+    TWO_PI,
     FloatArray,
-    _as_f64,
-    _check_int,
-    _check_real,
-    _finish,
+    as_f64,
+    check_int,
+    check_real,
+    finish,
 )
 
 # Below these norms the closed forms sin(t)/t and θ/sin(θ) are 0/0; the
@@ -42,7 +42,7 @@ def normalize(x: ArrayLike) -> FloatArray:
         If some row is the zero vector (its direction is undefined; we refuse
         rather than return NaN).
     """
-    x = _as_f64(x)
+    x = as_f64(x)
     norms = np.linalg.norm(x, axis=-1, keepdims=True)
     if np.any(norms == 0.0):
         bad = int(np.count_nonzero(norms == 0.0))
@@ -67,8 +67,8 @@ def tangent_projection(x: ArrayLike, y: ArrayLike) -> FloatArray:
     ndarray, shape (..., d)
         Tangent vectors at ``x``.
     """
-    x = _as_f64(x)
-    y = _as_f64(y)
+    x = as_f64(x)
+    y = as_f64(y)
     return y - np.sum(x * y, axis=-1, keepdims=True) * x
 
 
@@ -93,8 +93,8 @@ def exp_map(x: ArrayLike, v: ArrayLike) -> FloatArray:
     ndarray, shape (..., d)
         Points on the sphere at geodesic distance ``|v|`` (mod 2π) from ``x``.
     """
-    x = _as_f64(x)
-    v = _as_f64(v)
+    x = as_f64(x)
+    v = as_f64(v)
     t = np.linalg.norm(v, axis=-1, keepdims=True)
     small = t < _EXP_TAYLOR
     t_safe = np.where(small, 1.0, t)  # keeps the unused branch free of 0/0
@@ -145,7 +145,7 @@ def log_map(x: ArrayLike, y: ArrayLike) -> FloatArray:
     ndarray, shape (..., d)
         Tangent vectors at ``x`` with norm in [0, π].
     """
-    x, y = np.broadcast_arrays(_as_f64(x), _as_f64(y))
+    x, y = np.broadcast_arrays(as_f64(x), as_f64(y))
     diff = y - x
     summ = y + x
     nd = np.linalg.norm(diff, axis=-1, keepdims=True)
@@ -188,8 +188,8 @@ def geodesic_distance(x: ArrayLike, y: ArrayLike) -> FloatArray:
     ndarray, shape (...)
         Distances in [0, π].
     """
-    x = _as_f64(x)
-    y = _as_f64(y)
+    x = as_f64(x)
+    y = as_f64(y)
     return 2.0 * np.arctan2(np.linalg.norm(x - y, axis=-1), np.linalg.norm(x + y, axis=-1))
 
 
@@ -209,7 +209,7 @@ def inner_products(x: ArrayLike) -> FloatArray:
     ndarray, shape (..., n, n)
         Symmetric Gram matrices.
     """
-    x = _as_f64(x)
+    x = as_f64(x)
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., n, d), got shape {x.shape}")
     return x @ np.swapaxes(x, -1, -2)
@@ -233,7 +233,7 @@ def angles_to_circle(theta: ArrayLike) -> FloatArray:
     ndarray, shape (..., n, 2)
         ``(cos θ, sin θ)``.
     """
-    theta = _as_f64(theta)
+    theta = as_f64(theta)
     return np.stack((np.cos(theta), np.sin(theta)), axis=-1)
 
 
@@ -250,12 +250,12 @@ def circle_to_angles(x: ArrayLike) -> FloatArray:
     ndarray, shape (..., n)
         Angles in [0, 2π).
     """
-    x = _as_f64(x)
+    x = as_f64(x)
     if x.ndim < 1 or x.shape[-1] != 2:
         raise ValueError(f"x must have shape (..., 2), got shape {x.shape}")
-    theta = np.mod(np.arctan2(x[..., 1], x[..., 0]), _TWO_PI)
+    theta = np.mod(np.arctan2(x[..., 1], x[..., 0]), TWO_PI)
     # mod() of a tiny negative angle rounds to exactly 2π; fold it back to 0.
-    return np.where(theta >= _TWO_PI, 0.0, theta)
+    return np.where(theta >= TWO_PI, 0.0, theta)
 
 
 def equispaced_circle(n: int, *, phase: float = 0.0) -> FloatArray:
@@ -273,6 +273,6 @@ def equispaced_circle(n: int, *, phase: float = 0.0) -> FloatArray:
     ndarray, shape (n, 2)
         The points at angles ``phase + 2πk/n``, k = 0, ..., n-1.
     """
-    n = _check_int("n", n, 1)
-    phase = _check_real("phase", phase)
-    return _finish(angles_to_circle(phase + _TWO_PI * np.arange(n) / n))
+    n = check_int("n", n, 1)
+    phase = check_real("phase", phase)
+    return finish(angles_to_circle(phase + TWO_PI * np.arange(n) / n))

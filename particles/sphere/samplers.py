@@ -12,13 +12,13 @@ from numpy.typing import ArrayLike
 from particles.errors import ConfigError
 from particles.sphere.checks import (
     FloatArray,
-    _check_batch,
-    _check_int,
-    _check_real,
-    _check_rng,
-    _finish,
-    _leading_shape,
-    _unit_vector,
+    check_batch,
+    check_int,
+    check_real,
+    check_rng,
+    finish,
+    leading_shape,
+    unit_vector,
 )
 from particles.sphere.geometry import equispaced_circle
 
@@ -96,11 +96,11 @@ def uniform(n: int, d: int, *, rng: np.random.Generator, batch: int | None = Non
     ndarray, shape (n, d) or (batch, n, d)
         Normalized standard Gaussian vectors.
     """
-    n = _check_int("n", n, 1)
-    d = _check_int("d", d, 2)
-    batch = _check_batch(batch)
-    rng = _check_rng(rng)
-    return _finish(_uniform_directions(_leading_shape(n, batch), d, rng))
+    n = check_int("n", n, 1)
+    d = check_int("d", d, 2)
+    batch = check_batch(batch)
+    rng = check_rng(rng)
+    return finish(_uniform_directions(leading_shape(n, batch), d, rng))
 
 
 def _wood_one_minus_w(count: int, d: int, kappa: float, rng: np.random.Generator) -> FloatArray:
@@ -178,19 +178,19 @@ def von_mises_fisher(
     ndarray, shape (n, d) or (batch, n, d)
         The samples.
     """
-    n = _check_int("n", n, 1)
-    d = _check_int("d", d, 2)
-    batch = _check_batch(batch)
-    rng = _check_rng(rng)
-    mu = _unit_vector("mu", mu, d)
-    kappa = _check_real("kappa", kappa)
+    n = check_int("n", n, 1)
+    d = check_int("d", d, 2)
+    batch = check_batch(batch)
+    rng = check_rng(rng)
+    mu = unit_vector("mu", mu, d)
+    kappa = check_real("kappa", kappa)
     if kappa < 0.0:
         raise ValueError(f"kappa must be >= 0 (0 is the uniform law), got {kappa!r}")
-    shape = _leading_shape(n, batch)
+    shape = leading_shape(n, batch)
     s = _wood_one_minus_w(math.prod(shape), d, kappa, rng).reshape(shape)
     # sin θ = sqrt(1 - w²) = sqrt(s (2 - s)): no cancellation for w ≈ ±1.
     x = _from_polar(1.0 - s, np.sqrt(s * (2.0 - s)), d, rng)
-    return _finish(_renormalize(_rotate_from_e1(x, mu)))
+    return finish(_renormalize(_rotate_from_e1(x, mu)))
 
 
 def _log_sin_power(theta: FloatArray, k: float) -> FloatArray:
@@ -306,21 +306,21 @@ def spherical_cap(
     ndarray, shape (n, d) or (batch, n, d)
         The samples.
     """
-    n = _check_int("n", n, 1)
-    d = _check_int("d", d, 2)
-    batch = _check_batch(batch)
-    rng = _check_rng(rng)
-    eps = _check_real("eps", eps)
+    n = check_int("n", n, 1)
+    d = check_int("d", d, 2)
+    batch = check_batch(batch)
+    rng = check_rng(rng)
+    eps = check_real("eps", eps)
     if not 0.0 < eps <= math.pi:
         raise ValueError(f"eps must lie in (0, pi], got {eps!r}")
     if center is None:
         center = np.eye(1, d).ravel()
     else:
-        center = _unit_vector("center", center, d)
-    shape = _leading_shape(n, batch)
+        center = unit_vector("center", center, d)
+    shape = leading_shape(n, batch)
     theta = _cap_polar_angles(math.prod(shape), d, eps, rng).reshape(shape)
     x = _from_polar(np.cos(theta), np.sin(theta), d, rng)
-    return _finish(_renormalize(_rotate_from_e1(x, center)))
+    return finish(_renormalize(_rotate_from_e1(x, center)))
 
 
 def orthonormal(
@@ -347,10 +347,10 @@ def orthonormal(
     ndarray, shape (n, d) or (batch, n, d)
         Rows orthonormal to rounding.
     """
-    n = _check_int("n", n, 1)
-    d = _check_int("d", d, 2)
-    batch = _check_batch(batch)
-    rng = _check_rng(rng)
+    n = check_int("n", n, 1)
+    d = check_int("d", d, 2)
+    batch = check_batch(batch)
+    rng = check_rng(rng)
     if n > d:
         raise ValueError(f"orthonormal needs n <= d, got n={n} > d={d}")
     lead = () if batch is None else (batch,)
@@ -359,7 +359,7 @@ def orthonormal(
     sign = np.sign(np.diagonal(r, axis1=-2, axis2=-1))
     sign = np.where(sign == 0.0, 1.0, sign)  # probability 0, but keep columns unit
     q = q * sign[..., None, :]
-    return _finish(np.swapaxes(q, -1, -2))
+    return finish(np.swapaxes(q, -1, -2))
 
 
 def _equispaced_sampler(
@@ -375,15 +375,15 @@ def _equispaced_sampler(
     ``rng`` is accepted for uniformity and not used; with ``batch`` every
     configuration is the same.
     """
-    d = _check_int("d", d, 2)
+    d = check_int("d", d, 2)
     if d != 2:
         raise ValueError(f"the 'equispaced' sampler only exists for d=2, got d={d}")
-    batch = _check_batch(batch)
-    _check_rng(rng)
+    batch = check_batch(batch)
+    check_rng(rng)
     x = equispaced_circle(n, phase=phase)
     if batch is not None:
         x = np.broadcast_to(x, (batch, *x.shape))
-    return _finish(x)
+    return finish(x)
 
 
 #: Initial-condition samplers by name, all callable as ``f(n, d, *, rng, batch=None, **params)``.
