@@ -134,7 +134,8 @@ class _Fma:
         return "particles._numba.fma"
 
 
-#: ``fma(a, b, c) = a * b + c`` rounded once (``llvm.fma.f64``), for kernels.
+#: ``fma(a, b, c) = a * b + c`` rounded once, for kernels: ``llvm.fma.f32`` when
+#: all three arguments are float32, else ``llvm.fma.f64`` (a float64 result).
 fma = _Fma()
 _FMA_INTRINSIC = None
 
@@ -148,23 +149,27 @@ def _fma_intrinsic():
         from numba.extending import intrinsic
 
         @intrinsic
-        def fma_f64(typingctx, a, b, c):
+        def fma_float(typingctx, a, b, c):
             if not all(isinstance(t, (nbtypes.Float, nbtypes.Integer, nbtypes.Boolean))
                        for t in (a, b, c)):
                 return None
-            sig = nbtypes.float64(a, b, c)
+            # float32 only when nothing is wider: a float64 or integer argument
+            # (a plain literal is one) computes in float64, as arithmetic would
+            single = all(t == nbtypes.float32 for t in (a, b, c))
+            ty = nbtypes.float32 if single else nbtypes.float64
+            sig = ty(a, b, c)
 
             def codegen(context, builder, signature, args):
-                vals = [context.cast(builder, v, t, nbtypes.float64)
+                vals = [context.cast(builder, v, t, ty)
                         for v, t in zip(args, signature.args, strict=True)]
-                dbl = ir.DoubleType()
-                fn = builder.module.declare_intrinsic("llvm.fma", [dbl],
-                                                      ir.FunctionType(dbl, [dbl, dbl, dbl]))
+                flt = ir.FloatType() if single else ir.DoubleType()
+                fn = builder.module.declare_intrinsic("llvm.fma", [flt],
+                                                      ir.FunctionType(flt, [flt, flt, flt]))
                 return builder.call(fn, vals)
 
             return sig, codegen
 
-        _FMA_INTRINSIC = fma_f64
+        _FMA_INTRINSIC = fma_float
     return _FMA_INTRINSIC
 
 
