@@ -37,8 +37,9 @@ float64 range behaviour (documented contract, see the tests):
 * ``x > EXP_HI`` (= 709.782712893384, the largest double whose exponential is
   finite, including ``+inf``) gives ``+inf``.
 * NaN gives NaN.
-* Otherwise the error is below one ulp (0.80 ulp at most, measured against
-  mpmath; ``benchmarks/bench_exp.py --accuracy``).
+* Otherwise the error is below one ulp (0.865 ulp at most on 1e7 points
+  against mpmath, the replaced Taylor version 0.890;
+  ``benchmarks/bench_exp.py --accuracy``).
 
 The float32 functions (:func:`exp_scalar32`, :func:`exp_finite32`,
 :func:`exp_row32`) are the same method in float32 arithmetic throughout (a
@@ -139,7 +140,7 @@ def exp_scalar(x):
     -------
     float
         ``exp(x)``: exactly ``0.0`` for ``x < EXP_LO``, ``+inf`` for
-        ``x > EXP_HI``, NaN for NaN, otherwise within one ulp (0.80 ulp
+        ``x > EXP_HI``, NaN for NaN, otherwise within one ulp (0.865 ulp
         measured) of the exact value.
 
     Notes
