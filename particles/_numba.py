@@ -50,6 +50,7 @@ is recompiled and rewritten, with one :class:`CacheWarning` per process.
 
 from __future__ import annotations
 
+import builtins
 import collections
 import contextlib
 import hashlib
@@ -399,8 +400,6 @@ def kernel_vector_bits() -> int:
 
         # a copy with globals of its own: making a dispatcher swaps the stubs in
         # its function's module for the intrinsics, and this module keeps its stubs
-        import builtins
-
         probe = jit(types.FunctionType(_axpy_probe.__code__, {"__builtins__": builtins}))
         a = np.zeros(64)
         probe(a, a)
