@@ -40,11 +40,13 @@ import time
 import numba
 import numpy as np
 
+from particles._numba import compile_target, kernel_vector_bits
 from particles.config import SimulationConfig
 from particles.engine import _blas_guard, execution_plan
 from particles.fastexp import exp_row
 from particles.integrators.driver import fixed_runner
 from particles.integrators.noise import no_keys
+from particles.machine import vector_width
 from particles.models import build_field
 
 CASES = [
@@ -170,6 +172,9 @@ def main() -> None:
         parser.error("--rounds must be at least 1")
     cases = CASES[:2] if args.quick else CASES
     h = 0.01
+    target = compile_target()
+    print(f"CPU {target['cpu']}: vector width {vector_width()} bits, kernels compiled to "
+          f"{kernel_vector_bits()}-bit vectors (features: {target['choice']})")
     print(f"numba threads: {numba.get_num_threads()}, threading layer: "
           f"{numba.config.THREADING_LAYER}, beta={args.beta}, float64, "
           f"{args.rounds} round(s)")

@@ -50,6 +50,7 @@ is recompiled and rewritten, with one :class:`CacheWarning` per process.
 
 from __future__ import annotations
 
+import builtins
 import collections
 import contextlib
 import hashlib
@@ -134,7 +135,8 @@ class _Fma:
         return "particles._numba.fma"
 
 
-#: ``fma(a, b, c) = a * b + c`` rounded once (``llvm.fma.f64``), for kernels.
+#: ``fma(a, b, c) = a * b + c`` rounded once, for kernels: ``llvm.fma.f32`` when
+#: all three arguments are float32, else ``llvm.fma.f64`` (a float64 result).
 fma = _Fma()
 _FMA_INTRINSIC = None
 
@@ -148,23 +150,27 @@ def _fma_intrinsic():
         from numba.extending import intrinsic
 
         @intrinsic
-        def fma_f64(typingctx, a, b, c):
+        def fma_float(typingctx, a, b, c):
             if not all(isinstance(t, (nbtypes.Float, nbtypes.Integer, nbtypes.Boolean))
                        for t in (a, b, c)):
                 return None
-            sig = nbtypes.float64(a, b, c)
+            # float32 only when nothing is wider: a float64 or integer argument
+            # (a plain literal is one) computes in float64, as arithmetic would
+            single = all(t == nbtypes.float32 for t in (a, b, c))
+            ty = nbtypes.float32 if single else nbtypes.float64
+            sig = ty(a, b, c)
 
             def codegen(context, builder, signature, args):
-                vals = [context.cast(builder, v, t, nbtypes.float64)
+                vals = [context.cast(builder, v, t, ty)
                         for v, t in zip(args, signature.args, strict=True)]
-                dbl = ir.DoubleType()
-                fn = builder.module.declare_intrinsic("llvm.fma", [dbl],
-                                                      ir.FunctionType(dbl, [dbl, dbl, dbl]))
+                flt = ir.FloatType() if single else ir.DoubleType()
+                fn = builder.module.declare_intrinsic("llvm.fma", [flt],
+                                                      ir.FunctionType(flt, [flt, flt, flt]))
                 return builder.call(fn, vals)
 
             return sig, codegen
 
-        _FMA_INTRINSIC = fma_f64
+        _FMA_INTRINSIC = fma_float
     return _FMA_INTRINSIC
 
 
@@ -264,6 +270,7 @@ class LazyDispatcher:
     def dispatcher(self):
         """The real Numba dispatcher (made, not compiled, on first access)."""
         if self._dispatcher is None:
+            configure_cpu()  # before the first dispatcher fixes Numba's codegen
             import numba
 
             scope = self.py_func.__globals__
@@ -300,6 +307,110 @@ class LazyDispatcher:
     def __repr__(self) -> str:
         state = "loaded" if self._dispatcher is not None else "not loaded"
         return f"<LazyDispatcher {self.__qualname__} ({state})>"
+
+
+# -- the CPU's features and vector width -----------------------------------------------
+
+#: the LLVM feature that the package adds on AVX-512 hosts (see :func:`configure_cpu`).
+WIDE_VECTORS = "-prefer-256-bit"
+
+_CPU_CHOICE: str | None = None
+
+
+def configure_cpu() -> str:
+    """Choose the CPU features Numba compiles the kernels for; once per process,
+    before Numba's code generator exists (the first dispatcher makes it).
+
+    On an AVX-512 host the features are the host's plus :data:`WIDE_VECTORS`:
+    LLVM's tuning for most AVX-512 CPUs (every Intel one) carries
+    ``prefer-256-bit``, which keeps loops at 256-bit vectors, half the width
+    (on such a host the exponential ran 1.5x and whole steps 1.27-1.59x
+    faster without it; on Zen 4 LLVM chose 512 bits already, and 256-bit code
+    ran the exponential 1.3x slower there).  Elsewhere Numba's own choice
+    stands.  The features go into ``NUMBA_CPU_FEATURES`` (so the processes
+    this one starts compile for the same) and into Numba's configuration.
+
+    Returns
+    -------
+    str
+        ``"wide"`` (set as above), ``"host"`` (no AVX-512: Numba's choice),
+        ``"user"`` (``NUMBA_CPU_NAME`` or ``NUMBA_CPU_FEATURES`` was set: it
+        is respected, and is how to opt out) or ``"late"`` (Numba had compiled
+        something before the package's first kernel: its code generator keeps
+        the features it chose).
+
+    Notes
+    -----
+    Numba keys its disk cache on ``(triple, CPU name, features)`` of the code
+    generator that compiled an entry (``codegen.magic_tuple()``), so an entry
+    made with other features, or on another CPU, is never loaded: it is
+    compiled again (``tests/core/test_cpu_features.py``).  The vector width
+    does not change a kernel's bits (strict IEEE code, see the module
+    docstring; checked by the same tests).
+    """
+    global _CPU_CHOICE
+    if _CPU_CHOICE is not None:
+        return _CPU_CHOICE
+    from numba.core import codegen, config
+    from numba.core.registry import cpu_target
+
+    if os.environ.get("NUMBA_CPU_NAME") or os.environ.get("NUMBA_CPU_FEATURES"):
+        choice = "user"
+    elif "_toplevel_target_context" in vars(cpu_target):
+        choice = "late"
+    else:
+        features = codegen.get_host_cpu_features()  # (honours NUMBA_ENABLE_AVX)
+        if "+avx512f" in features.split(","):
+            features = f"{features},{WIDE_VECTORS}"
+            # the environment too: Numba re-reads it before every compilation
+            os.environ["NUMBA_CPU_FEATURES"] = config.CPU_FEATURES = features
+            choice = "wide"
+        else:
+            choice = "host"
+    _CPU_CHOICE = choice
+    return choice
+
+
+def compile_target() -> dict[str, str]:
+    """What the kernels of this process are compiled for.
+
+    Returns
+    -------
+    dict
+        ``triple``, ``cpu`` (LLVM's CPU name), ``features`` (the feature
+        string in the cache key) and ``choice`` (:func:`configure_cpu`).
+    """
+    choice = configure_cpu()
+    from numba.core.registry import cpu_target
+
+    triple, cpu, features = cpu_target.target_context.codegen().magic_tuple()
+    return {"triple": triple, "cpu": cpu, "features": features, "choice": choice}
+
+
+_VECTOR_BITS: int | None = None
+
+
+def kernel_vector_bits() -> int:
+    """The width (bits) of the vectors LLVM gives the kernels' loops here: 512,
+    256 or 128, read off the machine code of a small float64 loop (compiled
+    once per process)."""
+    global _VECTOR_BITS
+    if _VECTOR_BITS is None:
+        import numpy as np
+
+        # a copy with globals of its own: making a dispatcher swaps the stubs in
+        # its function's module for the intrinsics, and this module keeps its stubs
+        probe = jit(types.FunctionType(_axpy_probe.__code__, {"__builtins__": builtins}))
+        a = np.zeros(64)
+        probe(a, a)
+        asm = probe.inspect_asm(probe.signatures[0])
+        _VECTOR_BITS = 512 if "zmm" in asm else 256 if "ymm" in asm else 128
+    return _VECTOR_BITS
+
+
+def _axpy_probe(x, out):
+    for i in range(x.shape[0]):
+        out[i] = 2.0 * x[i] + 1.0
 
 
 def _source_hash() -> str:

@@ -1,23 +1,35 @@
-"""Branch-free, vectorisable float64 exponential for the softmax hot loop, and
-sums with explicit lanes (:func:`lane_total`, :func:`lane_dots4`).
+"""Branch-free, vectorisable exponentials (float64 and float32) for the softmax
+hot loop, and sums with explicit lanes (:func:`lane_total`, :func:`lane_dots4`).
 
 ``np.exp`` and ``math.exp`` inside Numba both call a scalar libm routine, so a
 loop over a row of attention scores cannot be SIMD-vectorised.  The kernels
 here evaluate ``exp`` with plain arithmetic that LLVM turns into packed
-instructions (AVX2/AVX-512), at full float64 accuracy:
+instructions (AVX2/AVX-512), to within one ulp:
 
-1. ``k = rint(x / ln 2)`` and Cody–Waite reduction
-   ``r = x - k*ln2_hi - k*ln2_lo`` with ``|r| <= ln(2)/2``;
-2. ``exp(r)`` by its degree-13 Taylor polynomial (Estrin inside, Horner for
-   the last two steps; truncation error below 6e-18 relative on
-   ``|r| <= ln(2)/2``);
-3. multiplication by ``2**k`` by adding ``k << 52`` to the bit pattern of the
-   polynomial value (an integer add on the exponent field).
+1. ``z = fma(x, 1/ln 2, 1.5 * 2**52)``: adding the shift rounds ``x / ln 2`` to
+   the nearest integer ``k`` and leaves ``k`` in the low bits of ``z`` (one
+   instruction: no ``rint``, no float-to-integer conversion);
+2. Cody–Waite reduction ``r = x - k*ln2_hi - k*ln2_lo``, ``|r| <= ln(2)/2``
+   (``k*ln2_hi`` and the first subtraction are exact);
+3. ``exp(r) = 1 + r(1 + r(c2 + r(c3 + ... + r c11)))``, a degree-11 minimax
+   polynomial (its error below 4.7e-18 on the interval, 0.04 ulp of 1; the
+   coefficients are checked against mpmath by the tests), Horner all the way;
+4. multiplication by ``2**k`` by adding ``k << 52`` to the bit pattern of the
+   polynomial's value (an integer add on the exponent field).
+
+Why no table.  Libraries that reduce further with a ``2**(j/N)`` table (glibc,
+ARM's optimized-routines, SVML) need a gather in a vectorised loop: measured on
+an AVX-512 core (Zen 4) a gather of 8 doubles costs as much as the whole
+table-free evaluation saves (N = 256 with a degree-4 polynomial ran at 0.85x
+of this one; N = 4 or 2 looked up by selects at 0.96x and 1.0x, and 0.8x
+with AVX2 code), and the table-free form is fastest with AVX2 as well.  The
+evaluation is bound by its 14 multiply-adds per vector (see
+``benchmarks/bench_exp.py``).
 
 Every step is straight-line code; the range ends and NaN are fixed up with
 selects (``a if cond else b``), which LLVM lowers to blend instructions.
 
-Range behaviour (documented contract, see the tests):
+float64 range behaviour (documented contract, see the tests):
 
 * ``x < EXP_LO`` (= -708.39, including ``-inf``) gives exactly ``0.0``.  True
   values there are below ~1.0064 * 2**-1022, so the result is flushed rather
@@ -25,7 +37,17 @@ Range behaviour (documented contract, see the tests):
 * ``x > EXP_HI`` (= 709.782712893384, the largest double whose exponential is
   finite, including ``+inf``) gives ``+inf``.
 * NaN gives NaN.
-* Otherwise the relative error against ``numpy.exp`` is below 4e-16.
+* Otherwise the error is below one ulp (0.865 ulp at most on 1e7 points
+  against mpmath, the replaced Taylor version 0.890;
+  ``benchmarks/bench_exp.py --accuracy``).
+
+The float32 functions (:func:`exp_scalar32`, :func:`exp_finite32`,
+:func:`exp_row32`) are the same method in float32 arithmetic throughout (a
+degree-6 polynomial; float32 constants, since a float literal would turn the
+whole evaluation into float64): ``0.0`` below :data:`EXP_LO32` (-87.33),
+``+inf`` above :data:`EXP_HI32` (88.72283, the largest float32 whose
+exponential is a finite float32), NaN for NaN, and otherwise within one ulp
+of the float64 exponential rounded to float32.
 """
 
 from __future__ import annotations
@@ -34,8 +56,8 @@ import numpy as np
 
 from particles._numba import FASTMATH, fma, jit
 
-__all__ = ["EXP_HI", "EXP_LO", "LANES", "exp_finite", "exp_row", "exp_scalar", "lane_dots4",
-           "lane_total"]
+__all__ = ["EXP_HI", "EXP_HI32", "EXP_LO", "EXP_LO32", "LANES", "exp_finite", "exp_finite32",
+           "exp_row", "exp_row32", "exp_scalar", "exp_scalar32", "lane_dots4", "lane_total"]
 
 #: inputs below this give exactly 0.0 (flush instead of subnormal results).
 EXP_LO = -708.39
@@ -48,62 +70,57 @@ _LOG2E = 1.4426950408889634
 # zero, so k * _LN2_HI is exact for |k| < 2**21 and x - k*_LN2_HI loses nothing.
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
-# 1.5 * 2**52: adding it to an integral double with |k| < 2**51 places k
-# (two's complement) in the low mantissa bits, a vectorisable float->int.
+# 1.5 * 2**52: in [2**52, 2**53) doubles are the integers, so z = x/ln2 + _SHIFT
+# is rounded to one, and its low 52 bits hold 2**51 + k (two's complement k).
 _SHIFT = 6755399441055744.0
 _INF = np.inf
-_NAN = np.nan
 
 # The package's flags: none (strict IEEE, see particles._numba), so LLVM can
-# neither fold k*_LN2_HI + k*_LN2_LO into k*(_LN2_HI + _LN2_LO) (which throws
-# away the Cody–Waite split) nor change any rounding; the multiply-adds are
-# explicit fused ones (`fma`, one rounding each).  Still no nnan/ninf, so the
-# range and NaN selects survive.
+# neither fold (z - _SHIFT) nor the Cody–Waite pair k*_LN2_HI + k*_LN2_LO, nor
+# change any rounding; the multiply-adds are explicit fused ones (`fma`, one
+# rounding each).  Still no nnan/ninf, so the range and NaN selects survive.
 _FM = FASTMATH
 
-# Taylor coefficients 1/n!, n = 2..13, as float64 literals.
-_C2 = 0.5
-_C3 = 0.16666666666666666
-_C4 = 0.041666666666666664
-_C5 = 0.008333333333333333
-_C6 = 0.001388888888888889
-_C7 = 0.0001984126984126984
-_C8 = 2.48015873015873e-05
-_C9 = 2.7557319223985893e-06
-_C10 = 2.755731922398589e-07
-_C11 = 2.505210838544172e-08
-_C12 = 2.08767569878681e-09
-_C13 = 1.6059043836821613e-10
+# Minimax coefficients of (expm1(r) - r) / r**2 ~ c2 + c3 r + ... + c11 r**9 on
+# |r| <= 1.001 ln(2)/2 (Lawson's iteration with residuals in 200-bit mpmath,
+# coefficients rounded to double; tests/core/test_fastexp.py checks the error).
+_C2 = 0.5000000000000013
+_C3 = 0.16666666666666685
+_C4 = 0.04166666666651065
+_C5 = 0.008333333333316192
+_C6 = 0.0013888888948140666
+_C7 = 0.00019841269898232815
+_C8 = 2.4801488859101368e-05
+_C9 = 2.7557233186138298e-06
+_C10 = 2.7631647037968626e-07
+_C11 = 2.5112575199224827e-08
 
 
 @jit(fastmath=_FM)
-def _exp_clamped(xc):
-    """``exp(xc)`` for ``EXP_LO <= xc <= EXP_HI`` (the body shared by
+def _exp_core(x):
+    """``exp(x)`` for ``EXP_LO <= x <= EXP_HI`` (the body shared by
     :func:`exp_scalar` and :func:`exp_finite`; inlined into their loops).
-    Outside that range its exponent arithmetic wraps: callers clamp first or
-    discard the result."""
-    kf = np.rint(xc * _LOG2E)  # llvm.rint -> vroundpd, unlike int()/floor tricks
-    # Cody–Waite: the hi product is exact, so r carries only the lo rounding
-    # (and the first fused multiply-add rounds exactly as the product and the
-    # subtraction did: one instruction fewer, the same bits).
-    r = fma(-kf, _LN2_LO, fma(-kf, _LN2_HI, xc))
-    # exp(r) = 1 + r*(1 + r*t(r)), t = sum_{n>=2} r**(n-2)/n!.  t by Estrin
-    # (independent pairs, shorter dependency chain than 13 chained FMAs: ~10%
-    # faster); the last two steps stay Horner because their roundings set the
-    # accuracy (max 0.9 ulp from the correctly rounded value).
-    r2 = r * r
-    r4 = r2 * r2
-    a = fma(r2, fma(_C5, r, _C4), fma(_C3, r, _C2))
-    b = fma(r2, fma(_C9, r, _C8), fma(_C7, r, _C6))
-    c = fma(r2, fma(_C13, r, _C12), fma(_C11, r, _C10))
-    t = fma(r4, fma(r4, c, b), a)
-    p = fma(r, fma(r, t, 1.0), 1.0)
+    Elsewhere its exponent arithmetic wraps: callers replace the result."""
+    z = fma(x, _LOG2E, _SHIFT)
+    kf = z - _SHIFT  # k, exactly
+    # Cody–Waite: the hi product is exact, so r carries only the lo rounding.
+    r = fma(-kf, _LN2_LO, fma(-kf, _LN2_HI, x))
+    # Horner, longest chain first; the last two steps, 1 + r(1 + r t), set the
+    # accuracy (their roundings, not the polynomial's 0.04 ulp).
+    p = fma(r, _C11, _C10)
+    p = fma(r, p, _C9)
+    p = fma(r, p, _C8)
+    p = fma(r, p, _C7)
+    p = fma(r, p, _C6)
+    p = fma(r, p, _C5)
+    p = fma(r, p, _C4)
+    p = fma(r, p, _C3)
+    p = fma(r, p, _C2)
+    p = fma(r, fma(r, p, 1.0), 1.0)
     # Numba only allows .view on values built by np.<dtype>(...), hence the
-    # wrappers (no-ops after compilation).
-    # k << 52 straight from the shifted double's bits: the shift discards the
-    # exponent field and the 2**51 offset, leaving k in the exponent position.
-    # (Using (t + S) - S for kf instead is unsafe: "reassoc" may fold it.)
-    kbits = np.float64(kf + _SHIFT).view(np.int64) << 52
+    # wrappers (no-ops after compilation).  k << 52 straight from z's bits: the
+    # shift drops the exponent field and the 2**51 offset.
+    kbits = np.float64(z).view(np.int64) << 52
     # p is in [0.70, 1.42]: k = -1022 only occurs with p >= 1 (EXP_LO is above
     # ln(2**-1022)), and k = 1024 only with p < 1 (EXP_HI < 1024 ln 2), so the
     # biased exponent stays in [1, 2046]: always a normal finite double.
@@ -123,43 +140,39 @@ def exp_scalar(x):
     -------
     float
         ``exp(x)``: exactly ``0.0`` for ``x < EXP_LO``, ``+inf`` for
-        ``x > EXP_HI``, NaN for NaN, otherwise within 4e-16 relative of
-        ``numpy.exp(x)``.
+        ``x > EXP_HI``, NaN for NaN, otherwise within one ulp (0.865 ulp
+        measured) of the exact value.
 
     Notes
     -----
     Same code as the body of :func:`exp_row`.  Straight-line strict-IEEE
     code with explicit FMAs: the same bits wherever LLVM inlines it, scalar
-    or vectorised (see :mod:`particles._numba`).
+    or vectorised, at any vector width (see :mod:`particles._numba`).
     """
-    # Clamp first so k stays in [-1022, 1024] and the exponent add below
-    # cannot wrap; written as selects (not min/max) and NaN goes to EXP_LO
-    # here, its result is replaced at the end.
-    xc = x if x > EXP_LO else EXP_LO
-    xc = xc if xc < EXP_HI else EXP_HI
-    y = _exp_clamped(xc)
+    # Outside [EXP_LO, EXP_HI] (and for NaN, inf) the core's exponent add
+    # wraps: the selects replace whatever it gave, so no clamp is needed.
+    y = _exp_core(x)
     y = 0.0 if x < EXP_LO else y
-    y = _INF if x > EXP_HI else y
-    # NaN in, NaN out.  A NaN constant rather than `x`: in the in-place loop
-    # "store x back where x is NaN" is a no-op store, which LLVM turns into a
-    # masked store (vmaskmovpd), microcoded and slow on AMD.
-    return y if x == x else _NAN
+    # Above EXP_HI and NaN in one select: x + inf is +inf there, NaN for NaN
+    # (an unordered compare; two compares and blends fewer than a select each,
+    # 7% faster).  Not `x` itself for NaN: in the in-place loop "store x back"
+    # is a no-op store, which LLVM turns into a masked store (vmaskmovpd),
+    # microcoded and slow on AMD.
+    return y if x <= EXP_HI else x + _INF
 
 
 @jit(fastmath=_FM)
 def exp_finite(x):
     """:func:`exp_scalar` for finite arguments at most :data:`EXP_HI`: the same
-    bits there, without the clamps and the NaN select.
+    bits there, without the upper and NaN selects.
 
     For the attention tiles, whose callers have checked that every score is
     finite and far below ``EXP_HI`` (``particles.fields.attention``'s
-    ``fast`` flag).  Below ``EXP_LO`` the exponent arithmetic of the unclamped
-    core wraps, and the select returns ``0.0`` instead; a NaN or infinite
-    argument may come out as a finite number (never pass one).  Without the
-    two clamps and the upper and NaN selects: about six compare and blend
-    operations fewer than :func:`exp_scalar`, of about 35.
+    ``fast`` flag).  Below ``EXP_LO`` the exponent arithmetic of the core
+    wraps, and the select returns ``0.0`` instead; a NaN or infinite
+    argument may come out as a finite number (never pass one).
     """
-    y = _exp_clamped(x)
+    y = _exp_core(x)
     return 0.0 if x < EXP_LO else y
 
 
@@ -179,7 +192,7 @@ def exp_row(x, out):
     Serial (no ``prange``) so it can be called per row from parallel
     kernels.  Accuracy and range behaviour are those of :func:`exp_scalar`:
     ``0.0`` below ``EXP_LO``, ``+inf`` above ``EXP_HI``, NaN for NaN,
-    relative error below 4e-16 elsewhere.
+    within one ulp elsewhere.
     """
     # Same buffer: a one-array loop.  With two arrays LLVM guards the vector
     # loop by a runtime overlap check; identical pointers fail it and fall
@@ -197,6 +210,112 @@ def _exp_inplace(a):
     """Overwrite ``a`` (float64, shape (m,)) with ``exp(a)``."""
     for i in range(a.shape[0]):
         a[i] = exp_scalar(a[i])
+
+
+# -- float32 ---------------------------------------------------------------------
+# Every constant is a float32 value: a Python float is a float64 in Numba and
+# would promote the whole evaluation (and `fma` computes in float32 only when
+# all three arguments are float32).
+
+#: float32 inputs below this give exactly 0.0 (exp(EXP_LO32) is 1.0065 times
+#: the smallest normal float32).
+EXP_LO32 = np.float32(-87.33)
+#: float32 inputs above this give +inf: the largest float32 whose exponential
+#: is a finite float32 (0x1.62e42ep+6, just below ln of the largest float32).
+EXP_HI32 = np.float32(88.72283172607422)
+
+_LOG2E32 = np.float32(1.442695)  # 0x1.715476p+0
+# ln 2 = _LN2_HI32 + _LN2_LO32 to 5.5e-14: the hi part has 15 significant bits,
+# so k * _LN2_HI32 is exact for |k| < 2**9 (here |k| <= 150).
+_LN2_HI32 = np.float32(0.69314575)  # 0x1.62e4p-1
+_LN2_LO32 = np.float32(1.4286068e-06)  # 0x1.7f7d1cp-20
+_SHIFT32 = np.float32(12582912.0)  # 1.5 * 2**23
+_ZERO32 = np.float32(0.0)
+_ONE32 = np.float32(1.0)
+_INF32 = np.float32(np.inf)
+_EXPONENT_SHIFT32 = np.int32(23)
+
+# Minimax, as for float64 (coefficients rounded to float32; error below 3.6e-9
+# on |r| <= 1.001 ln(2)/2, 0.06 ulp of 1).
+_F2 = np.float32(0.5)
+_F3 = np.float32(0.1666652411222458)
+_F4 = np.float32(0.041666459292173386)
+_F5 = np.float32(0.008368456736207008)
+_F6 = np.float32(0.0013934399466961622)
+
+
+@jit(fastmath=_FM)
+def _exp_core32(x):
+    """:func:`_exp_core` in float32 (``EXP_LO32 <= x <= EXP_HI32``)."""
+    z = fma(x, _LOG2E32, _SHIFT32)
+    kf = z - _SHIFT32
+    r = fma(-kf, _LN2_LO32, fma(-kf, _LN2_HI32, x))
+    p = fma(r, _F6, _F5)
+    p = fma(r, p, _F4)
+    p = fma(r, p, _F3)
+    p = fma(r, p, _F2)
+    p = fma(r, fma(r, p, _ONE32), _ONE32)
+    # as in float64: k = -126 only with p >= 1, k = 128 only with p < 1
+    kbits = np.float32(z).view(np.int32) << _EXPONENT_SHIFT32
+    return np.int32(np.float32(p).view(np.int32) + kbits).view(np.float32)
+
+
+@jit(fastmath=_FM)
+def exp_scalar32(x):
+    """Exponential of one float32, branch-free, in float32 arithmetic.
+
+    Parameters
+    ----------
+    x : numpy.float32
+        Argument.
+
+    Returns
+    -------
+    numpy.float32
+        ``exp(x)``: exactly ``0.0`` for ``x < EXP_LO32``, ``+inf`` for
+        ``x > EXP_HI32``, NaN for NaN, otherwise within one ulp of the float64
+        exponential rounded to float32.
+    """
+    y = _exp_core32(x)
+    y = _ZERO32 if x < EXP_LO32 else y
+    return y if x <= EXP_HI32 else x + _INF32
+
+
+@jit(fastmath=_FM)
+def exp_finite32(x):
+    """:func:`exp_scalar32` for finite float32 arguments at most
+    :data:`EXP_HI32` (the same bits there; see :func:`exp_finite`)."""
+    y = _exp_core32(x)
+    return _ZERO32 if x < EXP_LO32 else y
+
+
+@jit(fastmath=_FM)
+def exp_row32(x, out):
+    """Elementwise float32 exponential of a row, vectorised.
+
+    Parameters
+    ----------
+    x : ndarray of float32, shape (m,)
+        Arguments.
+    out : ndarray of float32, shape (m,)
+        Receives ``exp(x)``; may be the same array as ``x`` (in place).
+
+    Notes
+    -----
+    Accuracy and range behaviour are those of :func:`exp_scalar32`.
+    """
+    if x.ctypes.data == out.ctypes.data and x.strides[0] == out.strides[0]:
+        _exp_inplace32(out)
+    else:
+        for i in range(x.shape[0]):
+            out[i] = exp_scalar32(x[i])
+
+
+@jit(fastmath=_FM)
+def _exp_inplace32(a):
+    """Overwrite ``a`` (float32, shape (m,)) with ``exp(a)``."""
+    for i in range(a.shape[0]):
+        a[i] = exp_scalar32(a[i])
 
 
 #: explicit partial sums kept by the lane reductions below.
