@@ -200,7 +200,8 @@ def test_signals_just_after_the_summary_line_never_kill_without_a_line(tmp_path)
     put back the default action.  Now each ends with status 0 (the process had
     gone) or 128 + signal and the one line saying the output is complete."""
     outcomes = []
-    for k, delay in enumerate((0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)):
+    # the process now ends about 30 ms after its summary line: later signals find it gone
+    for k, delay in enumerate((0.0, 0.002, 0.005, 0.01, 0.02)):
         out = tmp_path / f"o{k}.h5"
         proc = subprocess.Popen(
             [sys.executable, "-m", "particles_cli", "simulate", "--n", "8", *ARGS[2:],
