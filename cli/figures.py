@@ -123,9 +123,10 @@ def figures(quick: bool, only: list[str], out_dir: Path, overwrite: bool) -> Non
             click.echo(f"Error: cannot write figure {progress.current} ({why}); "
                        + progress.left(), err=True)
             status = 1
-        if requested and not status:  # a signal once every figure was written
-            status = 128 + requested[0]
-            click.echo(f"Interrupted: after the last figure; {len(only)} figures written to "
-                       f"{out_dir}", err=True)
+        interrupts.hold()  # reported: a later signal is held and reported at exit
+    if requested and not status:  # a signal once every figure was written
+        status = 128 + requested[0]
+        click.echo(f"Interrupted: after the last figure; {len(only)} figures written to "
+                   f"{out_dir}", err=True)
     if status:
         sys.exit(status)

@@ -48,6 +48,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,7 +76,8 @@ from particles.io.kinds import Example, register
 
 __all__ = ["DAMAGE", "FORMAT", "KIND", "STATS", "SWEEP", "SweepHeader", "SweepLayout",
            "SweepWriter", "TaskRows", "check_layout", "damaged", "is_sweep", "is_sweep_file",
-           "open_sweep", "read_contents", "read_header", "read_stats", "read_systems"]
+           "open_sweep", "read_contents", "read_header", "read_stats", "read_systems",
+           "reading"]
 
 #: ``/parameters`` attribute ``kind`` of a sweep file.
 KIND = "sweep"
@@ -124,6 +127,18 @@ def damaged(path: Path, exc: BaseException | str) -> SweepError:
     """``PATH: damaged sweep file (...)``: what a reader met, in one line."""
     why = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
     return sweep_error(path, f"damaged sweep file ({why})")
+
+
+@contextmanager
+def reading(path: str | Path) -> Iterator[None]:
+    """Read a sweep file: what reading a damaged one raises (:data:`DAMAGE`) becomes
+    one line naming it (:func:`damaged`); a :class:`SweepError` passes as it is."""
+    try:
+        yield
+    except SweepError:
+        raise
+    except DAMAGE as exc:
+        raise damaged(Path(path), exc) from None
 
 
 def _number(value: Any, kind: type = int) -> int | float:
@@ -184,7 +199,7 @@ def is_sweep(f: h5py.File) -> bool:
         kind = file_kind(f)
     except DAMAGE:
         return False
-    return isinstance(kind, str) and kind == KIND
+    return kind == KIND
 
 
 def is_sweep_file(path: str | Path) -> bool:
@@ -222,12 +237,8 @@ def check_layout(f: h5py.File, path: Path) -> None:
     SweepError
         ``PATH: damaged sweep file (...)``, or a file of a newer version.
     """
-    try:
+    with reading(path):  # a missing group or attribute, JSON that does not parse
         problems = _problems(f, path)
-    except SweepError:
-        raise
-    except DAMAGE as exc:  # a missing group or attribute, JSON that does not parse
-        raise damaged(path, exc) from None
     if problems:
         raise damaged(path, problems[0])
 
@@ -319,19 +330,16 @@ def read_header(path: str | Path) -> SweepHeader:
         Not a sweep file, or a damaged one (one line).
     """
     path = Path(path)
-    with open_sweep(path) as f:
-        try:
-            g = f["sweep"]
-            return SweepHeader(
-                path=path,
-                spec=str(f["parameters"].attrs["sweep"]),
-                complete=bool(_number(f["parameters"].attrs.get("complete", 0))),
-                done=np.asarray(g["done"][()], dtype=bool),
-                times=np.asarray(g["time"][()]),
-                positions="positions" in g["systems"],
-            )
-        except DAMAGE as exc:
-            raise damaged(path, exc) from None
+    with open_sweep(path) as f, reading(path):
+        g = f["sweep"]
+        return SweepHeader(
+            path=path,
+            spec=str(f["parameters"].attrs["sweep"]),
+            complete=bool(_number(f["parameters"].attrs.get("complete", 0))),
+            done=np.asarray(g["done"][()], dtype=bool),
+            times=np.asarray(g["time"][()]),
+            positions="positions" in g["systems"],
+        )
 
 
 def read_systems(f: h5py.File, point: int, names: tuple[str, ...] | None = None
@@ -343,12 +351,10 @@ def read_systems(f: h5py.File, point: int, names: tuple[str, ...] | None = None
     SweepError
         A dataset that cannot be read (one line naming the file).
     """
-    try:
+    with reading(f.filename):
         g = f["sweep/systems"]
         names = tuple(g) if names is None else names
         return {k: g[k][point] for k in names}
-    except DAMAGE as exc:
-        raise damaged(Path(f.filename), exc) from None
 
 
 def read_stats(f: h5py.File) -> dict[str, tuple[np.ndarray, tuple[str, ...]]]:
@@ -359,11 +365,9 @@ def read_stats(f: h5py.File) -> dict[str, tuple[np.ndarray, tuple[str, ...]]]:
     SweepError
         A statistic that cannot be read (one line naming the file).
     """
-    try:
+    with reading(f.filename):
         g = f["sweep/stats"]
         return {k: (g[k][()], tuple(json.loads(g[k].attrs["dims"]))) for k in g}
-    except DAMAGE as exc:
-        raise damaged(Path(f.filename), exc) from None
 
 
 def read_contents(path: str | Path) -> dict[str, Any]:
@@ -379,10 +383,8 @@ def read_contents(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     header = read_header(path)
     with open_sweep(path) as f:
-        try:
+        with reading(path):
             systems = {k: ds[()] for k, ds in f["sweep/systems"].items()}
-        except DAMAGE as exc:
-            raise damaged(path, exc) from None
         return {"header": header, "systems": systems, "stats": read_stats(f)}
 
 

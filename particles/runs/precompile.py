@@ -75,8 +75,7 @@ def _run_simulate(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
             continue  # a combination the registries do not offer
         note(", ".join(f"{k}={v}" for k, v in kw.items()))
         result = run_to_file(config, tmp / f"simulate{i}.h5")
-        result.cluster_count()  # the summary `particles simulate` prints
-        result.spread()
+        result.summary_clusters()  # the summary `particles simulate` prints
         count += 1
     return count
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from particles.errors import OutputPathError, SweepError
-from particles.io.sweep import DAMAGE, damaged, open_sweep, read_stats, sweep_error
+from particles.io.sweep import open_sweep, read_stats, reading, sweep_error
 from particles.paths import check_output_path, put_in_place, same_file, temporary_path
 
 __all__ = ["export_csv", "load"]
@@ -53,16 +53,11 @@ def load(path: str | Path) -> Any:
     """
     xr = _tables("xarray")
     path = Path(path)
-    with open_sweep(path) as f:
-        try:
-            coords, data, attrs = _contents(f, path)
-            if not data:
-                raise sweep_error(path, "holds no statistics")
-            return xr.Dataset(data, coords=coords, attrs=attrs)
-        except SweepError:
-            raise
-        except DAMAGE as exc:
-            raise damaged(path, exc) from None
+    with open_sweep(path) as f, reading(path):
+        coords, data, attrs = _contents(f, path)
+        if not data:
+            raise sweep_error(path, "holds no statistics")
+        return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
 def _contents(f: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
