@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 import numpy as np
+from particles_cli import interrupts
 
 from particles.analysis import DEFAULT_EPS, METHODS, analyze_file
 from particles.analysis.clusters import DEFAULT_MASS_FRACTION
@@ -169,6 +170,8 @@ def analyze(
     """
     table_times = parse_times(times)
     check_bins(path, bins)
+    interrupts.on_forced_stop(lambda: f"{path} is unchanged; no results written "
+                              f"(earlier results in {analysis_path(path)} are kept)")
     try:
         result = analyze_file(
             path,

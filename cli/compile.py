@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from particles_cli import interrupts
 
 from particles.runs.precompile import TARGETS, precompile
 
@@ -15,6 +16,8 @@ from particles.runs.precompile import TARGETS, precompile
                    "per-system weights, movies).")
 def compile_(targets: tuple[str, ...], more: bool) -> None:
     """Compile the kernels of every command into the disk cache, ahead of time."""
+    interrupts.on_forced_stop(lambda: "the kernel cache keeps every entry finished before "
+                              "the stop; run particles compile again for the rest")
     report = precompile(targets or None, more=more,
                         progress=lambda text: click.echo(f"compiling: {text}", err=True))
     click.echo(f"{report.runs} tiny runs ({', '.join(report.targets)}) in "

@@ -57,6 +57,11 @@ def _default_description() -> str:
 _describe: list[Callable[[], str]] = [_default_description]
 
 
+def nothing_written() -> str:
+    """The description of a stop before the command opened any output."""
+    return "stopped before any output was opened; nothing written"
+
+
 def received() -> int | None:
     """The first SIGINT/SIGTERM received since :func:`install`, or None."""
     return _received[0] if _received else None

@@ -112,6 +112,10 @@ class LazyGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]):
         found = super().resolve_command(ctx, args)  # imports the command's modules
         ctx.meta["particles.command_loaded"] = True
+        # until the command says what it writes (run_session, plot, analyze,
+        # compile set their own), a stop has written nothing: the options are
+        # being checked (a SIGTERM there said "any output file holds...", issue 38)
+        interrupts.on_forced_stop(interrupts.nothing_written)
         return found
 
     def invoke(self, ctx: click.Context):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 import numpy as np
+from particles_cli import interrupts
 from particles_cli.analyze import parse_times
 from particles_cli.info import kind_name
 from particles_cli.options import output_refused
@@ -322,6 +323,8 @@ def plot(
     mean-field density file (particles meanfield) draws --kind density, or --kind
     compare --with RUN.h5.
     """
+    interrupts.on_forced_stop(lambda: "stopped while drawing; no figure is half-written "
+                              "(each takes its name only once complete)")
     kind_of_path = kind_name(path)
     if kind_of_path == "sweep":
         if other is not None:

@@ -144,7 +144,9 @@ class FigureCommand:
     def save(self, figure: Any, *also: Path) -> None:
         """Write ``figure`` (a matplotlib Figure) to :attr:`out` at 100 dpi, then print
         its path, the paths of the other files the script wrote and the seconds taken."""
-        figure.savefig(self.out, dpi=100)
+        from particles.plotting.save import save_figure  # matplotlib only when drawing
+
+        save_figure(figure, self.out, overwrite=True, dpi=100)
         print("\n".join(map(str, (self.out, *also))))
         print(f"{time.perf_counter() - self.started:.1f} s")
 

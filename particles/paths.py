@@ -10,7 +10,8 @@ replacement read and behave the same everywhere:
   (:func:`temporary_path`: ``.NAME.PID@HOST.XXXXXXXX.partial``, naming the
   writer so that a later session can tell a stale one, :func:`writer_of`);
 * :func:`put_in_place` gives it the target's name atomically, never
-  clobbering a file that appeared meanwhile unless asked to.
+  clobbering a file that appeared meanwhile unless asked to;
+* :func:`replacing` does both around one whole write (figures, movies).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from particles.errors import OutputExistsError, OutputPathError
@@ -29,6 +31,7 @@ __all__ = [
     "check_output_path",
     "host_name",
     "put_in_place",
+    "replacing",
     "same_file",
     "temporary_path",
     "writer_of",
@@ -123,6 +126,28 @@ def put_in_place(temp: str | os.PathLike, target: str | os.PathLike, *,
         os.replace(temp, target)
         return
     os.unlink(temp)
+
+
+@contextmanager
+def replacing(target: str | os.PathLike, *, overwrite: bool) -> Iterator[Path]:
+    """A hidden temporary path (with ``target``'s extension) to write whole, which
+    then takes ``target``'s name atomically (:func:`put_in_place`).
+
+    An interrupted or failed write leaves ``target`` as it was (an existing file
+    is replaced only by a complete one) and removes the temporary file.
+
+    Yields
+    ------
+    Path
+        The temporary path to write.
+    """
+    target = Path(target)
+    temp = temporary_path(target, "".join(target.suffixes[-1:]))
+    try:
+        yield temp
+        put_in_place(temp, target, overwrite=overwrite)
+    finally:
+        temp.unlink(missing_ok=True)
 
 
 def check_output_path(

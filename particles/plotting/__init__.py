@@ -33,8 +33,9 @@ from matplotlib.figure import Figure
 
 from particles.analysis import AnalysisResult, InnerProductHistogram, analyze
 from particles.display import time_text, value_text
-from particles.paths import check_output_path
+from particles.paths import check_output_path, replacing
 from particles.plotting.frames import nearest_frames
+from particles.plotting.save import save_figure
 from particles.plotting.titles import run_title, time_label
 
 #: kind drawn when none is asked for.
@@ -973,6 +974,7 @@ def save_movie(
     max_frames: int = 100,
     trail: int = 5,
     dpi: int = 80,
+    overwrite: bool = True,
 ) -> Path:
     """Write a GIF of the tokens moving (matplotlib's PillowWriter).
 
@@ -983,7 +985,8 @@ def save_movie(
     ----------
     traj : Trajectory
     out : str or path-like
-        Output GIF path (overwritten; :func:`save_plot` checks first).
+        Output GIF path (written whole under a temporary name, then moved
+        into place; :func:`save_plot` checks it first).
     analysis : AnalysisResult, optional
         For the cluster colours and counts (computed when None).
     system : int
@@ -996,6 +999,8 @@ def save_movie(
         Each token drags its positions at the last ``trail`` movie frames.
     dpi : int
         Resolution.
+    overwrite : bool
+        Replace an existing ``out`` (only once the new movie is complete).
 
     Returns
     -------
@@ -1037,7 +1042,7 @@ def save_movie(
     )
     heading = ax.set_title("", fontsize=9)
     writer = PillowWriter(fps=fps)
-    with writer.saving(fig, os.fspath(out), dpi):
+    with replacing(out, overwrite=overwrite) as temp, writer.saving(fig, os.fspath(temp), dpi):
         for k, f in enumerate(idx):
             start = idx[max(0, k - trail)]
             for i, line in enumerate(lines):
@@ -1108,10 +1113,9 @@ def save_plot(
     if KINDS[kind].draw is None:  # an animation
         options.pop("times", None)
         options.pop("log_histogram", None)
-        return save_movie(traj, out, analysis=analysis, **options)
+        return save_movie(traj, out, analysis=analysis, overwrite=overwrite, **options)
     fig = make_figure(traj, kind, analysis=analysis, **options)
-    fig.savefig(out, dpi=dpi)
-    return out
+    return save_figure(fig, out, overwrite=overwrite, dpi=dpi)
 
 
 def plot_file(

@@ -17,7 +17,8 @@ from particles.analysis import DEFAULT_EPS, cluster_sizes_centers, component_lab
 from particles.analysis.comparison import ComparisonResult, model_label
 from particles.display import time_text, value_text
 from particles.errors import ConfigError
-from particles.paths import check_output_path, put_in_place, temporary_path
+from particles.paths import check_output_path
+from particles.plotting.save import save_figure
 from particles.trajectory import Trajectory
 
 __all__ = ["STYLES", "comparison_figure", "log_time", "plot_comparison"]
@@ -230,13 +231,7 @@ def plot_comparison(
     """
     out = check_png_path(out, overwrite=overwrite)
     figure = comparison_figure(source, eps=eps)
-    temp = temporary_path(out, ".png")  # an existing file stays until the new one is whole
-    try:
-        figure.savefig(temp, dpi=dpi, format="png")
-        put_in_place(temp, out, overwrite=overwrite)
-    finally:
-        temp.unlink(missing_ok=True)
-    return out
+    return save_figure(figure, out, overwrite=overwrite, dpi=dpi)
 
 
 def check_png_path(out: str | os.PathLike, *, overwrite: bool) -> Path:

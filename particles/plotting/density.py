@@ -32,6 +32,7 @@ from particles.meanfield.wasserstein import w1_circle_density
 from particles.paths import check_output_path
 from particles.plotting.frames import nearest_frames
 from particles.plotting.kernels import default_times
+from particles.plotting.save import save_figure
 from particles.plotting.titles import seed_text
 
 __all__ = [
@@ -370,5 +371,4 @@ def plot_density_file(
         fig = density_figure(density, times=times)
     else:
         fig = compare_figure(density, load(run_path), times=times)
-    fig.savefig(out, dpi=dpi)
-    return out
+    return save_figure(fig, out, overwrite=overwrite, dpi=dpi)

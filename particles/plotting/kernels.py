@@ -21,7 +21,7 @@ from particles.paths import check_output_path
 from particles.plotting import plot_histogram
 from particles.plotting.compare import STYLES, log_time
 from particles.plotting.frames import nearest_frames
-from particles.plotting.record import save_recorded
+from particles.plotting.save import save_figure
 from particles.plotting.titles import SHORT_SEED_DIGITS, seed_text
 
 __all__ = ["default_times", "kernel_comparison_figure", "plot_kernel_comparison"]
@@ -176,8 +176,8 @@ def plot_kernel_comparison(
         ``times`` outside the run.
     """
     out = check_output_path(out, overwrite=overwrite, resumable=False)
-    return save_recorded(kernel_comparison_figure(result, times=times), out, record(result),
-                         dpi=dpi)
+    return save_figure(kernel_comparison_figure(result, times=times), out, overwrite=overwrite,
+                       dpi=dpi, record=record(result))
 
 
 def record(result: KernelComparison) -> dict[str, str]:

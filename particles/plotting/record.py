@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
-from typing import Any
 
-__all__ = ["figure_metadata", "read_record", "save_recorded"]
+__all__ = ["figure_metadata", "read_record"]
 
 
 def figure_metadata(fmt: str, record: dict[str, str]) -> dict[str, str] | None:
@@ -31,30 +29,9 @@ def figure_metadata(fmt: str, record: dict[str, str]) -> dict[str, str] | None:
     return None
 
 
-def save_recorded(fig: Any, out: str | os.PathLike, record: dict[str, str], *,
-                  dpi: int = 120) -> Path:
-    """Write ``fig`` to ``out`` (format from the extension) with ``record`` in its metadata.
-
-    Parameters
-    ----------
-    fig : matplotlib.figure.Figure
-    out : str or path-like
-    record : dict of str to str
-        What made the figure (``seed``, ``config`` JSON, ``versions`` JSON, ...).
-    dpi : int
-
-    Returns
-    -------
-    Path
-    """
-    out = Path(out)
-    meta = figure_metadata(out.suffix.lstrip("."), record)
-    fig.savefig(out, dpi=dpi, **({} if meta is None else {"metadata": meta}))
-    return out
-
-
 def read_record(path: str | os.PathLike) -> dict[str, str]:
-    """The text chunks of a PNG written by :func:`save_recorded` (key -> text)."""
+    """The text chunks of a PNG written by :func:`particles.plotting.save.save_figure`
+    with a record (key -> text)."""
     from PIL import Image
 
     with Image.open(path) as image:

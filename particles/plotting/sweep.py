@@ -63,6 +63,7 @@ from particles.plotting.censored import (
     write_at_risk,
 )
 from particles.plotting.frames import nearest_frames
+from particles.plotting.save import save_figure
 
 __all__ = [
     "DEFAULT_SWEEP_KIND",
@@ -828,5 +829,4 @@ def save_sweep_plot(
         ``out`` is a directory, or its directory is missing or read-only.
     """
     out = check_output_path(out, overwrite=overwrite, resumable=False)
-    sweep_figure(ds, kind, **options).savefig(out, dpi=dpi)
-    return out
+    return save_figure(sweep_figure(ds, kind, **options), out, overwrite=overwrite, dpi=dpi)

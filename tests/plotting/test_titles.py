@@ -95,10 +95,11 @@ def test_a_figure_records_what_made_it_in_its_metadata(tmp_path, ext):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from particles.plotting.record import read_record, save_recorded
+    from particles.plotting.record import read_record
+    from particles.plotting.save import save_figure
 
     fig = plt.figure()
-    out = save_recorded(fig, tmp_path / f"f.{ext}", {"seed": "123456789012345678901234567"})
+    out = save_figure(fig, tmp_path / f"f.{ext}", record={"seed": "123456789012345678901234567"})
     plt.close(fig)
     if ext == "png":
         assert read_record(out)["seed"] == "123456789012345678901234567"
@@ -125,3 +126,43 @@ def test_compare_title_names_each_files_seed():
     particles_side, field_side = title.split("  vs  ")
     assert "seed 5" in particles_side and "seed 3" not in particles_side, title
     assert "seed 3" in field_side, title
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_failed_figure_write_leaves_the_old_file_and_no_temporary(tmp_path, overwrite):
+    """A write that fails halfway (here the file size limit, as a full disk would)
+    never leaves a half-written image, nor replaces an existing one: every writer
+    goes through ``save_figure`` (``savefig`` onto the target truncated it first)."""
+    import resource
+    import signal
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from particles.errors import OutputPathError
+    from particles.plotting.save import save_figure
+
+    out = tmp_path / "f.png"
+    out.write_bytes(b"the old figure")
+    fig = Figure()
+    fig.add_subplot().plot(np.random.default_rng(0).random(500))
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not death
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, limits[1]))
+    try:
+        with pytest.raises(OSError):
+            save_figure(fig, out, overwrite=overwrite)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, handler)
+    assert out.read_bytes() == b"the old figure"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.png"]
+    if overwrite:
+        save_figure(fig, out, overwrite=True)
+        assert out.read_bytes().startswith(b"\x89PNG")
+    else:
+        with pytest.raises(OutputPathError):
+            save_figure(fig, out)
+        assert out.read_bytes() == b"the old figure"
