@@ -1,39 +1,31 @@
 """Adding a kernel is one pointwise function plus one registry line.
 
 The Laplace kernel ``kappa(q, k) = exp(-tau ||q - k||)`` is registered here,
-inside the test file, and runs through ``particles.simulate`` (SA and USA)
+inside the test file (its compiled log, shared with the energy tests, is in
+``kerneltools.py``), and runs through ``particles.simulate`` (SA and USA)
 against a plain NumPy integration of its own formula.
 """
 
 import numpy as np
 import pytest
+from kerneltools import log_laplace
 
 import particles
 from particles import sphere
-from particles._numba import jit
 from particles.config import KERNEL_PARAMETERS, SimulationConfig
 from particles.fields import KERNELS
 from particles.fields.kernels import Kernel, log_kernel_reference
 from particles.models import build_field
 
 
-# ------------------------------------------------- the new kernel: one function
-@jit
-def _log_laplace(q, k, tau):
-    s = 0.0
-    for a in range(q.shape[0]):
-        t = q[a] - k[a]
-        s += t * t
-    return -tau * np.sqrt(s)
-
-
+# ------------------------------- the new kernel: one function (log_laplace) ...
 def _laplace_log_reference(q, k, tau):
     return -tau * np.sqrt(((q[:, None, :] - k[None, :, :]) ** 2).sum(-1))
 
 
 # ... and one registry entry (log kappa <= 0: USA weights never overflow)
 LAPLACE = Kernel("laplace", "exp(-tau ||q - k||)", "tau", _laplace_log_reference,
-                 lambda tau, nq, nk, qk, d: 0.0, logkappa=_log_laplace)
+                 lambda tau, nq, nk, qk, d: 0.0, logkappa=log_laplace)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ trips, resume, safe replacement, and clear errors for files we cannot read."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import h5py
 import numpy as np
 import pyh5md
 import pytest
+from filetools import digest, partials
 
 import particles.runs.run as run_module
 from particles.config import SimulationConfig
@@ -30,14 +30,6 @@ from particles.runs import run_to_file
 CONFIG = SimulationConfig(
     n=8, d=3, beta=1.0, integrator="euler", dt=0.01, T=0.3, save_every=5, seed=7
 )
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def leftovers(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".partial"))
 
 
 def assert_same(traj, ref) -> None:
@@ -94,7 +86,7 @@ def test_run_to_file_returns_summary(tmp_path, reference):
     np.testing.assert_array_equal(summary.final, reference.final)
     assert summary.final_observables["energy"] == reference.observables["energy"][-1]
     assert summary.cluster_count() >= 1
-    assert leftovers(tmp_path) == []
+    assert partials(tmp_path) == []
 
 
 def test_ensemble_layout(tmp_path):
@@ -200,7 +192,7 @@ def test_existing_file_is_not_overwritten(tmp_path):
     with pytest.raises(OutputPathError, match="exists"):
         run_to_file(CONFIG, path)
     assert path.read_bytes() == b"precious"
-    assert leftovers(tmp_path) == []
+    assert partials(tmp_path) == []
 
 
 def test_overwrite_replaces(tmp_path, reference):
@@ -224,7 +216,7 @@ def test_failure_before_first_frames_keeps_old_file(tmp_path, monkeypatch, writt
             run_to_file(CONFIG.replace(max_steps=3), path, overwrite=True)
     assert info.value.summary is None
     assert digest(path) == before
-    assert leftovers(tmp_path) == []
+    assert partials(tmp_path) == []
 
 
 @pytest.mark.parametrize("directory", ["missing", "is_dir"])
@@ -254,7 +246,7 @@ def test_error_in_first_chunk_keeps_initial_frame_when_nothing_existed(tmp_path)
         run_to_file(CONFIG.replace(max_steps=3), path)
     assert info.value.summary.frames == 1
     assert load(path).frames == 1
-    assert leftovers(tmp_path) == []
+    assert partials(tmp_path) == []
 
 
 # ----------------------------------------------------------------- resume

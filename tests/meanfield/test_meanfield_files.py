@@ -3,7 +3,6 @@ resume, the session policy, ``particles meanfield``, ``info`` and ``plot``."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import resource
 import signal
@@ -17,6 +16,7 @@ import numpy as np
 import pyh5md
 import pytest
 from clitools import invoke, ok, usage_error
+from filetools import digest, partials
 
 import particles
 from particles.config import SimulationConfig
@@ -58,14 +58,6 @@ LONG = MeanFieldConfig(model="usa", beta=2.0, D=0.02, modes=512, T=60.0, save_ev
                        init="perturbed", seed=1)
 LONG_ARGS = ("--beta", 2, "--D", 0.02, "--modes", 512, "--T", 60, "--save-every", 0.25,
              "--init", "perturbed", "--seed", 1)
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def partials(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".partial"))
 
 
 def assert_same(stored, ref) -> None:

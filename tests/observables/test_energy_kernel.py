@@ -5,9 +5,9 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
+from kerneltools import log_laplace
 
 from particles import SimulationConfig, simulate
-from particles._numba import jit
 from particles.fields.kernels import KERNELS, Kernel
 from particles.observables import (
     EnergyDefinition,
@@ -98,13 +98,6 @@ def test_default_energy_and_named_exceptions_in_the_file(tmp_path):
 
 
 # ----------------------------------- a kernel registered after an energy call
-@jit
-def _log_laplace(q, k, tau):
-    s = 0.0
-    for a in range(q.shape[0]):
-        t = q[a] - k[a]
-        s += t * t
-    return -tau * np.sqrt(s)
 
 
 def test_a_kernel_registered_after_an_energy_call_has_its_energy():
@@ -117,7 +110,7 @@ def test_a_kernel_registered_after_an_energy_call_has_its_energy():
     # ... then a kernel registered afterwards: its energy is declared on its entry
     laplace = Kernel("laplace_energy", "exp(-tau ||q - k||)", "tau",
                      lambda q, k, t: -t * np.sqrt(((q[:, None] - k[None]) ** 2).sum(-1)),
-                     lambda t, nq, nk, qk, d: 0.0, logkappa=_log_laplace)
+                     lambda t, nq, nk, qk, d: 0.0, logkappa=log_laplace)
     KERNELS[laplace.name] = laplace
     try:
         config = SimulationConfig(n=n, d=d, beta=1.0, kernel=laplace.name, tau=tau,

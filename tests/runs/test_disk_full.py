@@ -10,7 +10,6 @@ EFBIG; needs no privileges), and a small tmpfs (only when running as root).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import resource
 import shutil
@@ -23,6 +22,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from filetools import digest, partials
 from particles_cli.main import cli
 
 from particles.config import SimulationConfig
@@ -69,14 +69,6 @@ def one_error_line(p: subprocess.CompletedProcess, *fragments: str) -> str:
     return lines[0]
 
 
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def leftovers(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".partial"))
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """The uninterrupted run, in this process."""
@@ -107,7 +99,7 @@ def test_file_size_limit_mid_run_stops_at_once_and_resumes(tmp_path, reference):
                   cwd=tmp_path, limit=LIMIT)
     line = one_error_line(p, "run.h5", "free space is needed", "marked incomplete", "--resume")
     assert "File too large" in line
-    assert leftovers(tmp_path) == []
+    assert partials(tmp_path) == []
     frames = read_summary(path).frames
     # --resume with no room at all: stops before changing a frame, one line
     p = particles("simulate", "--resume", "--no-size-check", "--out", path.name,
@@ -141,7 +133,7 @@ def test_analyze_with_no_room_leaves_the_trajectory_untouched(tmp_path, referenc
     p = particles("analyze", path.name, cwd=tmp_path, limit=8192)
     one_error_line(p, "run.analysis.h5", "run.h5 is unchanged")
     assert digest(path) == before
-    assert not analysis_path(path).exists() and leftovers(tmp_path) == []
+    assert not analysis_path(path).exists() and partials(tmp_path) == []
     np.testing.assert_array_equal(load(path).positions, reference.positions)
 
 
@@ -218,7 +210,7 @@ def test_ctrl_c_during_analyze_leaves_the_file_as_it_was(tmp_path, where):
     lines = result["stderr"].strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Interrupted:") and "unchanged" in lines[0]
     assert digest(path) == before
-    assert not analysis_path(path).exists() and leftovers(tmp_path) == []
+    assert not analysis_path(path).exists() and partials(tmp_path) == []
 
 
 # ---------------------------------------------------------------- tmpfs (root only)
@@ -242,7 +234,7 @@ def tmpfs(tmp_path):
 def test_tmpfs_full_mid_run_then_resume_elsewhere(tmpfs, tmp_path, reference):
     p = particles("simulate", *ARGS.split(), "--no-size-check", "--out", "run.h5", cwd=tmpfs)
     one_error_line(p, "run.h5", "No space left on device", "free space is needed")
-    assert leftovers(tmpfs) == []
+    assert partials(tmpfs) == []
     moved = tmp_path / "run.h5"
     shutil.copy(tmpfs / "run.h5", moved)  # "once there is room"
     check_kept_then_resume(moved, reference)
@@ -267,7 +259,7 @@ def test_tmpfs_analyze_on_a_full_disk_keeps_the_trajectory(tmpfs):
         f.write(b"\0" * max(0, free - 4096))
     p = particles("analyze", path.name, cwd=tmpfs)
     one_error_line(p, "run.analysis.h5", "No space left on device")
-    assert digest(path) == before and leftovers(tmpfs) == []
+    assert digest(path) == before and partials(tmpfs) == []
     filler.unlink()
     assert not analysis_path(path).exists()
     np.testing.assert_array_equal(load(path).positions[-1], read_summary(path).final)

@@ -19,6 +19,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from filetools import partials
 from particles_cli.main import cli
 
 from particles.config import SimulationConfig
@@ -46,10 +47,6 @@ def reference(tmp_path_factory):
     path = tmp_path_factory.mktemp("ref") / "ref.h5"
     run_to_file(CONFIG, path)
     return load(path)
-
-
-def partials(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.name.endswith(".partial"))
 
 
 def kill_before_promotion(directory: Path) -> Path:
