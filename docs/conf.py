@@ -68,7 +68,7 @@ numpydoc_validation_checks = {"all", "SA01", "EX01", "ES01", "PR01", "PR04", "PR
 
 # --- Markdown guide pages ---
 myst_heading_anchors = 3
-myst_enable_extensions = ["dollarmath"]
+myst_enable_extensions: list[str] = []
 
 # --- gallery: the scripts of figures/, not executed (each runs for seconds to minutes) ---
 sphinx_gallery_conf = {
