@@ -126,7 +126,7 @@ def _show_figure(app, docname: str, source: list[str]) -> None:
         return
     text = _with_title(source[0], name)
     marker = ".. GENERATED FROM PYTHON SOURCE LINES"
-    first = text.find(marker, text.find(marker) + 1)  # after the docstring's block
+    first = text.find(marker)  # the code's first block, after the docstring
     figure = (f"\n.. figure:: /gallery/images/sphx_glr_{name}_001.png\n"
               f"   :alt: {name}\n   :width: 100%\n\n"
               f"   ``figures/{name}.png``, made by ``particles figures --only {name}``.\n\n")
