@@ -16,12 +16,12 @@ import shutil
 import sys
 from pathlib import Path
 
-import particles
-
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 FIGURES = ROOT / "figures"
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # document the sources beside these pages, installed or not
+
+import particles  # noqa: E402
 
 project = "particles"
 author = "particles developers"
@@ -38,8 +38,7 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "README.md", "gallery/*.ipynb", "gallery/*.py",
-                    "gallery/*.zip", "gallery/*.md5", "gallery/*.json"]
+exclude_patterns = ["_build"]
 templates_path = ["_templates"]
 html_theme = "pydata_sphinx_theme"
 html_title = f"particles {release}"
