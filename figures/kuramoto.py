@@ -11,7 +11,7 @@ theory ``r = sqrt(1 - 2 gamma / K)`` above ``K_c = 2 gamma`` (Kuramoto 1975,
 :func:`particles.plotting.sweep.kuramoto_lorentzian_r`, dashed), and the level
 ``sqrt(pi / (4 n))`` of n independent uniform phases (dotted), where finite
 populations sit below K_c.  The Lorentzian's tail puts a few oscillators at
-|omega| ~ n gamma, which RK4 with dt = 0.05 aliases (the step-size warning is
+``|omega|`` ~ n gamma, which RK4 with dt = 0.05 aliases (the step-size warning is
 silenced here): they drift incoherently either way, and r at n = 3200, K = 2
 agrees with dt = 0.01 to 3e-4.  Bottom: SA and USA (beta = 4) and Kuramoto
 (K = 1.2, Gaussian frequencies of standard deviation 0.5, K_c = 0.80, no

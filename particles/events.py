@@ -116,12 +116,19 @@ def locate_merges(
         time ``a`` to ``b`` in place.
     count : callable
         ``count(state) -> int``: the cluster count of a state.
-    X0, X1 : ndarray
-        States at ``t0`` and ``t1`` (not modified).
-    t0, t1 : float
-        The frames' times, ``t0 < t1``.
-    before, after : int
-        Their counts; merges are located only when ``1 <= after < before``.
+    X0 : ndarray
+        State at ``t0`` (not modified).
+    t0 : float
+        The earlier frame's time.
+    before : int
+        The cluster count at ``t0``.
+    X1 : ndarray
+        State at ``t1`` (not modified).
+    t1 : float
+        The later frame's time, ``t0 < t1``.
+    after : int
+        The cluster count at ``t1``; merges are located only when
+        ``1 <= after < before``.
     tol : callable
         ``tol(t)``: the bracket length at which a merge near ``t`` is located.
 
@@ -167,6 +174,12 @@ def stops(config: RunSpec, frames: Iterable[Frame], *, start: int) -> Iterator[F
         With ``clusters`` set when ``config.until_clusters`` is.
     start : int
         Index of the frame the run starts (or resumes) from.
+
+    Yields
+    ------
+    Frame
+        Each frame of ``frames`` in turn, up to and including the one at
+        which a stop holds (its ``stop`` set to the stop's name).
     """
     until, wall = config.until_clusters, config.max_wall
     last = config.frame_count() - 1

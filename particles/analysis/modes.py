@@ -29,7 +29,7 @@ DEFAULT_MAX_MODE = 32
 
 def fourier_coefficients(x: np.ndarray, max_mode: int = DEFAULT_MAX_MODE,
                          masses: np.ndarray | None = None) -> np.ndarray:
-    """``c_k = (1/N) sum_j m_j e^{i k theta_j}`` for ``k = 1 .. min(max_mode, n)``.
+    """``c_k = (1/N) sum_j m_j e^{i k theta_j}`` for ``k = 1, ..., min(max_mode, n)``.
 
     Parameters
     ----------

@@ -541,7 +541,7 @@ def analyze(
         The mass-weighted count counts clusters holding at least this
         fraction of the mass (:func:`~particles.analysis.clusters.mass_counts`).
     max_mode : int
-        d = 2: largest Fourier mode searched for the dominant one
+        On the circle (d = 2): the largest Fourier mode searched for the dominant one
         (:func:`~particles.analysis.modes.fourier_modes`).
 
     Returns

@@ -126,10 +126,12 @@ def incoherent_order(n, beta: float, model: str = "usa", D: float = 0.0,
     ----------
     n : int or array_like
         Number of tokens ``>= 1`` (broadcast against ``D``).
-    beta, model, coupling
+    beta, model
         As for :func:`growth_rate`.
     D : float or array_like
         Diffusion coefficient (``sigma^2 / 2``).
+    coupling
+        As for :func:`growth_rate`.
 
     Returns
     -------

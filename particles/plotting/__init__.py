@@ -234,7 +234,7 @@ def plot_tokens(
     trails : bool
         Draw the trajectories.
     radial_time : bool
-        d = 2 only: on the circle, trajectories would all lie on the circle
+        For d = 2 only: on the circle, trajectories would all lie on the circle
         itself; instead draw them in the disk at a radius growing from 0.25
         (first frame) to 1 (last frame) linearly in log time, so paths
         converging into clusters are visible.

@@ -428,7 +428,13 @@ class SweepSpec:
         return {k: v[int(i)] for (k, v), i in zip(self.axes, index, strict=True)}
 
     def iter_points(self) -> Iterator[dict[str, Any]]:
-        """The swept values of every grid point, in flat (C) order."""
+        """The swept values of every grid point, in flat (C) order.
+
+        Yields
+        ------
+        dict
+            Swept field name -> its value at the point.
+        """
         for combo in itertools.product(*(v for _, v in self.axes)):
             yield dict(zip(self.names, combo, strict=True))
 

@@ -489,12 +489,13 @@ def test_library_plot_writers_check_the_output_first(tmp_path, written):
         plot_density_file(written, "compare")
 
 
-def test_readme_documents_the_mean_field_commands():
-    readme = (ROOT / "README.md").read_text()
-    assert "## Mean field" in readme
+def test_the_docs_document_the_mean_field_commands():
+    guide = (ROOT / "docs" / "guide" / "meanfield.md").read_text()
+    assert guide.startswith("# Mean field")
     for fragment in ("particles meanfield", "--kind density", "--kind compare --with",
                      "particles.load_density"):
-        assert fragment in readme
+        assert fragment in guide
+    assert "particles meanfield" in (ROOT / "README.md").read_text()
 
 
 

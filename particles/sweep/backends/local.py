@@ -73,7 +73,13 @@ class LocalBackend:
 
     def map_unordered(self, fn: Callable[[Any], Any], items: Iterable[Any]
                       ) -> Iterator[tuple[Any, Any]]:
-        """``(item, fn(item))`` for every item, in the order tasks finish."""
+        """``(item, fn(item))`` for every item, in the order tasks finish.
+
+        Yields
+        ------
+        tuple
+            ``(item, fn(item))``.
+        """
         if self.workers > 1:
             from particles.sweep.processes import map_processes
 
