@@ -89,9 +89,13 @@ from particles.analysis.merges import (
 )
 from particles.analysis.modes import DEFAULT_MAX_MODE, fourier_modes
 from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL, Scalars
+from particles.analysis.summary import merge_phase, summary_text
 from particles.analysis.tracking import MergeEvent, SplitEvent
-from particles.display import time_text, value_text
-from particles.io.analysis import ANALYSIS_GROUP, read_analysis_group, write_analysis_group
+from particles.io.analysis import (  # noqa: F401 (ANALYSIS_GROUP: particles.analysis names it)
+    ANALYSIS_GROUP,
+    read_analysis_group,
+    write_analysis_group,
+)
 from particles.io.h5md import read_merge_events
 from particles.trajectory import Merge
 from particles.version import __version__
@@ -280,7 +284,7 @@ class AnalysisResult:
         if table == "merges":
             form = {t.system: t.formation_time for t in self.timescales}
             frame["phase"] = [
-                _phase(t, form.get(int(b), np.nan))
+                merge_phase(t, form.get(int(b), np.nan))
                 for t, b in zip(frame["time"], frame["system"], strict=True)
             ]
         return frame
@@ -332,181 +336,7 @@ class AnalysisResult:
         max_merges : int
             Merge lines shown before "... more".
         """
-        info, s = self.info, self.settings
-        lines = []
-        src = f"{info['source']}: " if info.get("source") else ""
-        batch = self.batch
-        model = f"{info['model']}  " if info.get("model") else ""
-        ens = f"  batch={batch}" if batch is not None else ""
-        eps = "largest gap" if s["method"] == "gap" else f"eps={value_text(s['eps'])} rad"
-        lines.append(
-            f"{src}{model}n={info.get('n')}  d={info.get('d')}  "
-            f"beta={value_text(info.get('beta'))}{ens}  frames={self.times.size}  "
-            f"t=[{time_text(self.times[0])}, {time_text(self.times[-1])}]  clusters: {eps} "
-            f"({s['method']})"
-        )
-        lines.append("")
-        table_times = self.default_table_times() if times is None else times
-        ft, fc = self.counts_at(table_times)
-        idx = np.searchsorted(self.times, ft)
-        r = self.scalars.get("order_parameter")
-        spread = self.spread
-        frac = s.get("mass_fraction")
-        mc, mode, mod = self.mass_counts, self.fourier_mode, self.fourier_modulus
-        mhead = f">={100 * frac:g}%" if frac is not None else ""
-        if batch is None:
-            head = f"{'time':>12}  {'clusters':>8}"
-            head += f"  {mhead:>7}" if mc is not None else ""
-            head += f"  {'mode k':>6}  {'|c_k|':>7}" if mode is not None else ""
-            lines.append(head + (f"  {'r':>7}" if r is not None else ""))
-            for t, c, f in zip(ft, fc, idx, strict=True):
-                shown = "spread" if spread[f] else f"{int(c)}"
-                row = f"{time_text(t):>12}  {shown:>8}"
-                row += f"  {int(mc[f]):>7d}" if mc is not None else ""
-                row += f"  {int(mode[f]):>6d}  {float(mod[f]):>7.4f}" if mode is not None else ""
-                row += f"  {float(r[f]):>7.4f}" if r is not None else ""
-                lines.append(row)
-        else:
-            st = self.ensemble()
-            lines.append(
-                f"{'time':>12}  {'mean':>6}  {'min':>4}  {'q25':>4}  {'med':>4}  {'q75':>4}  "
-                f"{'max':>4}" + (f"  {'mean ' + mhead:>10}" if mc is not None else "")
-                + (f"  {'mode k':>6}" if mode is not None else "")
-                + (f"  {'mean r':>7}" if r is not None else "")
-                + "   systems by count (count:systems)"
-            )
-            lv = list(st.levels)
-            qcol = {q: lv.index(q) if q in lv else None for q in (0.25, 0.5, 0.75)}
-
-            def q(f: int, level: float, c: np.ndarray) -> int:
-                k = qcol[level]
-                return int(st.count_quantiles[f, k]) if k is not None else int(
-                    np.quantile(c, level, method="inverted_cdf"))
-
-            for t, c, f in zip(ft, fc, idx, strict=True):
-                have = c[c != 0]  # spread systems have no count
-                if have.size:
-                    row = (f"{time_text(t):>12}  {have.mean():>6.3g}  {have.min():>4d}  "
-                           f"{q(f, 0.25, have):>4d}  {q(f, 0.5, have):>4d}  "
-                           f"{q(f, 0.75, have):>4d}  {have.max():>4d}")
-                else:
-                    row = f"{time_text(t):>12}  {'spread':>6}  " + "  ".join(["   -"] * 5)
-                if mc is not None:
-                    m = mc[f][c != 0]
-                    row += f"  {m.mean():>10.3g}" if m.size else f"  {'-':>10}"
-                if mode is not None:
-                    # the mode most systems show (ties: the smallest k)
-                    row += f"  {int(np.bincount(mode[f]).argmax()):>6d}"
-                row += f"  {float(np.mean(r[f])):>7.4f}" if r is not None else ""
-                sp = int(spread[f].sum())
-                note = f"  ({sp} spread)" if sp else ""
-                lines.append(f"{row}   {st.distribution_line(f)}{note}")
-        lines.append("")
-        lines.append(
-            f"time scales (long-lived plateau: >= {value_text(s['min_decades'])} decade(s) of "
-            f"time, measured from max(start, {value_text(s['time_unit'])}))"
-        )
-        if batch is not None:
-            lines.append(self.ensemble().table())
-            lines.append("")
-            lines.append("per system:")
-        shown = self.timescales if batch is None else self.timescales[:20]
-        last = self.times.size - 1
-        for ts in shown:
-            who = "" if batch is None else f"system {ts.system}: "
-            if np.isnan(ts.formation_time):
-                sp = spread[last] if batch is None else spread[last, ts.system]
-                if sp:
-                    rr = "" if r is None else (
-                        f", r={float(r[last] if batch is None else r[last, ts.system]):.3g}")
-                    lines.append(
-                        f"  {who}no clusters formed: at the end a linked group of tokens spans "
-                        f"more than 90 degrees (spread population{rr})"
-                    )
-                else:
-                    lines.append(f"  {who}no long-lived plateau (clusters not formed)")
-                continue
-            if np.isnan(ts.first_merge_time):
-                merge = ("one cluster: nothing to merge" if ts.clusters_formed == 1
-                         else "no merge after formation")
-            else:
-                merge = f"first merge {time_text(ts.first_merge_time)}"
-                if np.isfinite(ts.separation):
-                    merge += f" ({ts.separation:.2f} decades later)"
-            k = ts.clusters_formed
-            lines.append(
-                f"  {who}formation time {time_text(ts.formation_time)} "
-                f"({k} cluster{'s' if k != 1 else ''}); {merge}"
-            )
-        if batch is not None and len(self.timescales) > len(shown):
-            lines.append(f"  ... {len(self.timescales) - len(shown)} more systems")
-        lines.append("")
-        form = {ts.system: ts.formation_time for ts in self.timescales}
-
-        def phase(ev: MergeEvent) -> str:
-            return _phase(ev.time, form[ev.system])
-
-        shown_merges = self.merges
-        if len(self.merges) > max_merges:
-            # too many to list: the slow (metastable) merges are the news
-            shown_merges = [ev for ev in self.merges if phase(ev) == "slow"]
-        lines.append(
-            f"merges ({len(self.merges)}): time, "
-            + ("system, " if batch is not None else "")
-            + "surviving id <- absorbed ids, sizes, phase"
-        )
-        if len(shown_merges) < len(self.merges):
-            hidden = [ev for ev in self.merges if phase(ev) != "slow"]
-            fast = sum(phase(ev) == "fast" for ev in hidden)
-            unformed = len(hidden) - fast
-            parts = []
-            if fast:
-                parts.append(f"{fast} fast merges before the formation time")
-            if unformed:
-                parts.append(
-                    f"{unformed} merges in systems whose clusters never formed (no formation time)"
-                )
-            lines.append(
-                f"  ({'; '.join(parts)} not listed; all are in /{ANALYSIS_GROUP}/merges)"
-            )
-        for ev in shown_merges[:max_merges]:
-            who = f"  system {ev.system:<3d}" if batch is not None else ""
-            gone = ",".join(map(str, ev.absorbed))
-            sizes = " + ".join(map(str, ev.sizes))
-            lines.append(
-                f"  t={time_text(ev.time):<10}{who}  {ev.into} <- {gone:<8}  "
-                f"sizes {sizes} = {ev.size_after}  {phase(ev)}"
-            )
-        if len(shown_merges) > max_merges:
-            lines.append(f"  ... {len(shown_merges) - max_merges} more")
-        if self.located:
-            lines.append("")
-            lines.append(self._located_lines(max_merges))
-        if self.splits:
-            lines.append(f"splits: {len(self.splits)} (tokens drifted past eps)")
-        return "\n".join(lines)
-
-
-    def _located_lines(self, max_merges: int) -> str:
-        """The merges the run located, each with the saved frames around it."""
-        lines = [f"merges located while it ran ({len(self.located)}; eps "
-                 f"{value_text(DEFAULT_EPS)} rad, to the integrator's tolerance): time, "
-                 "clusters before -> after, between saved frames"]
-        for m in self.located[:max_merges]:
-            k = int(np.searchsorted(self.times, m.time, side="left"))
-            lo = time_text(self.times[k - 1]) if k > 0 else "-"
-            hi = time_text(self.times[k]) if k < self.times.size else "-"
-            lines.append(f"  t={m.time:<12.6g}  {m.before:>4d} -> {m.after:<4d}  ({lo}, {hi}]")
-        if len(self.located) > max_merges:
-            lines.append(f"  ... {len(self.located) - max_merges} more (to_dataframe('located'))")
-        return "\n".join(lines)
-
-
-def _phase(time: float, formation_time: float) -> str:
-    """``"fast"`` before the formation time, ``"slow"`` after, ``"unformed"`` without one."""
-    if np.isnan(formation_time):
-        return "unformed"
-    return "slow" if time > formation_time else "fast"
+        return summary_text(self, times, max_merges)
 
 
 def analyze(
