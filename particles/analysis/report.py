@@ -5,61 +5,14 @@
 file and stores the results in the ``/analysis`` group of its sidecar file
 (``run.h5`` -> ``run.analysis.h5``; the trajectory is only read).
 
-File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
-``batch`` axes are absent for a single system)::
+The file layout (its datasets and attributes, the format versions) is
+documented in :mod:`particles.io.analysis`, which owns it; this module turns
+an :class:`AnalysisResult` into its arrays and attributes and back.  A frame
+with a linked group spanning more than 90 degrees is a *spread* population,
+not a cluster (the rule of :mod:`particles.observables.spread`): its count is
+0, and the summary prints ``spread`` with ``r``.
 
-    /analysis                      attrs: format_version (2), created_by, eps (NaN
-                                   for method "gap"), method, min_decades, time_unit,
-                                   floor, bins, delta, span_tol, mass_fraction,
-                                   max_mode, beta, batch (0: one system), n, d
-      time                         (frames,)            float64
-      cluster_count                (frames[, batch])    int64, 0: spread (no clusters)
-      mass_count                   (frames[, batch])    int64, clusters holding at least
-                                                        mass_fraction of the mass
-      fourier/mode                 (frames[, batch])    int64, d = 2 only: dominant mode
-                                                        k of the empirical measure
-      fourier/modulus              (frames[, batch])    float64, its |c_k|
-      labels                       (frames[, batch], n) int32, persistent cluster ids
-      scalars/<name>               (frames[, batch])    energy, energy_normalized,
-                                   order_parameter, min_inner_product,
-                                   mean_inner_product, span_dimension,
-                                   close_pair_fraction
-      histogram/bin_edges          (bins + 1,)          float64
-      histogram/counts             (frames, bins)       int64, pair inner products
-                                                        summed over the ensemble
-      merges/<column>              (rows,)  one row per absorbed cluster: system,
-                                   frame, time, into, absorbed, size_into,
-                                   size_absorbed (sizes at the frame before)
-      splits/<column>              (rows,)  system, frame, time, parent, child, size
-      plateaus/<column>            (rows,)  system, count, start_frame, end_frame,
-                                   start, end, log_length, long_lived, censored
-      timescales/<column>          (max(batch, 1),)  formation_time,
-                                   first_merge_time, clusters_formed (NaN / 0: none)
-      ensemble/                    ensembles only (:mod:`particles.analysis.ensemble`):
-        count_values               (k,)                 cluster counts seen
-        count_systems              (frames, k)          systems with each count
-        levels                     (q,)                 quantile levels
-        count_quantiles            (frames, q)          cluster-count quantiles
-        formation_quantiles        (q,)  Kaplan-Meier, NaN: beyond the run
-        first_merge_quantiles      (q,)  over the systems that formed 2+ clusters
-        <curve>/{time,survival,at_risk,events}  curve = formation, first_merge:
-                                   P(T > t) just after each event time
-        <curve>/{systems,censored} ()  systems in the curve, censored at the end
-        first_merge/one_cluster    ()  systems that formed one cluster (not at risk)
-        not_formed                 ()  systems without a formation time
-
-The attribute ``model`` names the run's model ("" when unknown).  A frame with
-a linked group spanning more than 90 degrees is a *spread* population, not a
-cluster (a uniform state, an incoherent Kuramoto population; the rule of
-:mod:`particles.observables.spread`): its ``cluster_count`` is 0, and the
-summary prints ``spread`` with ``r``.  Files of format_version 1 stored such a
-frame as 1 cluster when it was one group; :func:`read_analysis` reads them with
-the rule of the time (``cluster_count == 1`` and ``min_inner_product < 0``).
-The mass-weighted count and the Fourier mode are described in
-:func:`particles.analysis.clusters.mass_counts` and
-:mod:`particles.analysis.modes`.
-
-The file I/O is :mod:`particles.io.analysis`.  The sidecar is replaced
+The sidecar is replaced
 atomically: it is written under a temporary name, read back and only then
 renamed over the previous one, so a failure while computing or writing
 leaves the previous results (and always the trajectory) intact, and a rerun
@@ -93,29 +46,19 @@ from particles.analysis.summary import merge_phase, summary_text
 from particles.analysis.tracking import MergeEvent, SplitEvent
 from particles.io.analysis import (  # noqa: F401 (ANALYSIS_GROUP: particles.analysis names it)
     ANALYSIS_GROUP,
+    PLATEAU_COLUMNS,
+    TABLE_COLUMNS,
+    analysis_attrs,
+    ensemble_datasets,
     read_analysis_group,
+    stored_counts,
+    stored_info,
+    stored_settings,
+    table_datasets,
     write_analysis_group,
 )
 from particles.io.h5md import read_merge_events
 from particles.trajectory import Merge
-from particles.version import __version__
-
-#: version of the /analysis layout above (2: spread frames count 0; mass_count, fourier).
-FORMAT_VERSION = 2
-
-_MERGE_COLUMNS = ("system", "frame", "time", "into", "absorbed", "size_into", "size_absorbed")
-_SPLIT_COLUMNS = ("system", "frame", "time", "parent", "child", "size")
-_PLATEAU_COLUMNS = (
-    "system",
-    "count",
-    "start_frame",
-    "end_frame",
-    "start",
-    "end",
-    "log_length",
-    "long_lived",
-    "censored",
-)
 
 
 @dataclass
@@ -277,9 +220,7 @@ class AnalysisResult:
                     "separation": [t.separation for t in self.timescales],
                 }
             )
-        data: dict[str, np.ndarray] = {}
-        rows = _rows(self, table)
-        _table(data, table, _COLUMNS[table], rows)
+        data = table_datasets(table, _rows(self, table))
         frame = pd.DataFrame({k.split("/", 1)[1]: v for k, v in data.items()})
         if table == "merges":
             form = {t.system: t.formation_time for t in self.timescales}
@@ -443,11 +384,8 @@ def analyze(
     )
 
 
-_COLUMNS = {"merges": _MERGE_COLUMNS, "splits": _SPLIT_COLUMNS, "plateaus": _PLATEAU_COLUMNS}
-
-
 def _rows(result: AnalysisResult, name: str) -> list[tuple]:
-    """The rows of one event table, in the column order of ``_COLUMNS[name]``."""
+    """The rows of one event table, in the column order of ``TABLE_COLUMNS[name]``."""
     if name == "merges":
         return [
             (ev.system, ev.frame, ev.time, ev.into, gone, ev.sizes[0], size)
@@ -458,20 +396,7 @@ def _rows(result: AnalysisResult, name: str) -> list[tuple]:
         return [
             (ev.system, ev.frame, ev.time, ev.parent, ev.child, ev.size) for ev in result.splits
         ]
-    return [tuple(getattr(p, c) for c in _PLATEAU_COLUMNS) for p in result.plateaus]
-
-
-def _table(
-    out: dict[str, np.ndarray], name: str, columns: tuple[str, ...], rows: list[tuple]
-) -> None:
-    cols = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
-    for col, values in zip(columns, cols, strict=True):
-        kind = (
-            np.float64
-            if col in ("time", "start", "end", "log_length")
-            else (bool if col in ("long_lived", "censored") else np.int64)
-        )
-        out[f"{name}/{col}"] = np.asarray(values, dtype=kind)
+    return [tuple(getattr(p, c) for c in PLATEAU_COLUMNS) for p in result.plateaus]
 
 
 def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
@@ -488,18 +413,7 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     result : AnalysisResult
     """
 
-    s, info = result.settings, result.info
-    attrs: dict[str, Any] = {
-        "format_version": FORMAT_VERSION,
-        "created_by": f"particles {__version__}",
-        "eps": np.nan if s["eps"] is None else s["eps"],
-    }
-    for key in ("method", "min_decades", "time_unit", "floor", "bins", "delta", "span_tol",
-                "mass_fraction", "max_mode"):
-        attrs[key] = s[key]
-    attrs["beta"] = info["beta"]
-    attrs["batch"] = 0 if info.get("batch") is None else info["batch"]
-    attrs["n"], attrs["d"] = info["n"], info["d"]
+    attrs = analysis_attrs(result.settings, result.info)
     data: dict[str, np.ndarray] = {
         "time": result.times,
         "cluster_count": result.counts.astype(np.int64),
@@ -514,8 +428,8 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
         data[f"scalars/{name}"] = v
     data["histogram/bin_edges"] = result.bin_edges
     data["histogram/counts"] = result.histograms.astype(np.int64)
-    for name in ("merges", "splits", "plateaus"):
-        _table(data, name, _COLUMNS[name], _rows(result, name))
+    for name in TABLE_COLUMNS:
+        data.update(table_datasets(name, _rows(result, name)))
     data["timescales/formation_time"] = np.asarray(
         [t.formation_time for t in result.timescales]
     )
@@ -525,73 +439,41 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     data["timescales/clusters_formed"] = np.array(
         [t.clusters_formed for t in result.timescales], np.int64
     )
-    attrs["model"] = info.get("model") or ""
     st = result.ensemble()
     if st is not None:
-        data.update(_ensemble_datasets(st))
+        data.update(ensemble_datasets(st))
     groups = ("scalars", "histogram", "timescales") + (
         ("fourier",) if result.fourier_mode is not None else ())
     write_analysis_group(path, attrs, data, groups=groups, compressed=("labels",))
 
 
-def _ensemble_datasets(st: EnsembleStats) -> dict[str, np.ndarray]:
-    """The ``/analysis/ensemble`` datasets of the layout above."""
-    out = {
-        "ensemble/count_values": st.count_values,
-        "ensemble/count_systems": st.count_systems,
-        "ensemble/levels": st.levels,
-        "ensemble/count_quantiles": st.count_quantiles,
-        "ensemble/formation_quantiles": st.formation_quantiles,
-        "ensemble/first_merge_quantiles": st.first_merge_quantiles,
-    }
-    for name, curve in (("formation", st.formation), ("first_merge", st.first_merge)):
-        out[f"ensemble/{name}/time"] = curve.times
-        out[f"ensemble/{name}/survival"] = curve.survival
-        out[f"ensemble/{name}/at_risk"] = curve.at_risk
-        out[f"ensemble/{name}/events"] = curve.events
-        out[f"ensemble/{name}/systems"] = np.int64(curve.systems)
-        out[f"ensemble/{name}/censored"] = np.int64(curve.censored)
-    out["ensemble/first_merge/one_cluster"] = np.int64(st.one_cluster)
-    out["ensemble/not_formed"] = np.int64(st.not_formed)
-    return out
-
-
 def read_analysis(path: str | os.PathLike) -> AnalysisResult:
     """Read the ``/analysis`` group written by :func:`write_analysis`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The trajectory (its sidecar is read when there is one), or the sidecar.
 
     Raises
     ------
     KeyError
         If the file has no ``/analysis`` group.
+    particles.io.TrajectoryFileError
+        ``path`` is a file of another kind (a sweep, a density, ...), in one line.
     """
     stored = read_analysis_group(path)
     a = stored.attrs
-    cols = {name: stored.group(name) for name in ("merges", "splits", "plateaus")}
+    cols = {name: stored.group(name) for name in TABLE_COLUMNS}
     times = stored.datasets["time"]
-    counts = stored.datasets["cluster_count"]
-    labels = stored.datasets["labels"]
     scalars = stored.group("scalars")
-    if int(a.get("format_version", 1)) < 2 and "min_inner_product" in scalars:
-        # format 1 counted one linked group spanning more than 90 degrees as one
-        # cluster: read it with the spread rule of today (count 0)
-        counts = np.where((counts == 1) & (scalars["min_inner_product"] < 0), 0, counts)
+    counts = stored_counts(a, stored.datasets["cluster_count"], scalars)
+    labels = stored.datasets["labels"]
     edges = stored.datasets["histogram/bin_edges"]
     hist = stored.datasets["histogram/counts"]
-    eps = float(a["eps"])
-    settings = {
-        "eps": None if np.isnan(eps) else eps,
-        "method": str(a["method"]),
-        "min_decades": float(a["min_decades"]),
-        "time_unit": float(a["time_unit"]),
-        "floor": float(a["floor"]),
-        "bins": int(a["bins"]),
-        "delta": float(a["delta"]),
-        "span_tol": float(a["span_tol"]),
-    }
-    if "mass_fraction" in a:
-        settings["mass_fraction"] = float(a["mass_fraction"])
-        settings["max_mode"] = int(a["max_mode"])
-    batch = int(a["batch"]) or None
+    settings = stored_settings(a)
+    info = stored_info(a, os.fspath(path))
+    batch = info["batch"]
     m = cols["merges"]
     grouped: dict[tuple, list[int]] = defaultdict(list)
     for r in range(m["system"].size):
@@ -628,19 +510,11 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
         "censored": bool,
     }
     plateaus = [
-        Plateau(**{c: casts.get(c, int)(pc[c][r]) for c in _PLATEAU_COLUMNS})
+        Plateau(**{c: casts.get(c, int)(pc[c][r]) for c in PLATEAU_COLUMNS})
         for r in range(pc["system"].size)
     ]
     systems = batch or 1
     ts = [find_timescales([p for p in plateaus if p.system == b], system=b) for b in range(systems)]
-    info = {
-        "n": int(a["n"]),
-        "d": int(a["d"]),
-        "beta": float(a["beta"]),
-        "batch": batch,
-        "source": os.fspath(path),
-        "model": str(a.get("model", "")) or None,
-    }
     fourier = stored.group("fourier") if "fourier/mode" in stored.datasets else {}
     try:  # the run's own located merges, when the file is its trajectory
         located = read_merge_events(path)
