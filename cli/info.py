@@ -11,7 +11,7 @@ import numpy as np
 from particles.display import time_text, value_text
 from particles.errors import SweepError
 from particles.io import RunSummary, TrajectoryFileError, kind_of, read_summary
-from particles.io.analysis import analysis_source
+from particles.io.analysis import AnalysisSummary, analysis_source, read_analysis_summary
 from particles.io.density import DensitySummary, read_density_summary
 
 
@@ -102,6 +102,30 @@ def density_info_lines(s: DensitySummary) -> list[str]:
         f"min density {obs['min_density']:.3g}",
         "configuration",
         *(f"  {k.ljust(width)}  {_describe(k, v)}" for k, v in config.items()),
+    ]
+
+
+def analysis_info_lines(s: AnalysisSummary) -> list[str]:
+    """The report of ``particles info`` for the analysis results beside a trajectory."""
+    a = s.attrs
+    status = "complete" if s.complete else (
+        f"incomplete ({s.datasets} of {s.expected} datasets; run particles analyze again)")
+    batch = int(a.get("batch", 0) or 0)
+    run = [f"{k}={value_text(a[k])}" for k in ("n", "d", "beta") if k in a]
+    run += [f"batch={batch}"] if batch else []
+    model = str(a.get("model", "") or "")
+    method = str(a.get("method", "-"))
+    eps = float(a.get("eps", np.nan))
+    rule = "largest gap" if method == "gap" or np.isnan(eps) else f"eps={value_text(eps)} rad"
+    return [
+        f"{s.path}",
+        "kind         trajectory analysis (particles analyze)",
+        f"trajectory   {s.trajectory or '-'}",
+        f"status       {status}",
+        f"frames       {s.frames} analysed",
+        f"run          {'  '.join(([model] if model else []) + run) or '-'}",
+        f"clusters     {rule} ({method})",
+        f"format       {a.get('format_version', 1)}, written by {a.get('created_by', '-')}",
     ]
 
 
@@ -199,7 +223,9 @@ def info(path: Path | None, cache: bool) -> None:
     if path is None:
         raise click.UsageError("give a trajectory file PATH, or --cache")
     describe = {"density": lambda p: density_info_lines(read_density_summary(p)),
-                "sweep": sweep_info_lines}.get(kind_name(path))
+                "sweep": sweep_info_lines,
+                "analysis": lambda p: analysis_info_lines(read_analysis_summary(p))}.get(
+                    kind_name(path))
     try:
         lines = describe(path) if describe is not None else info_lines(read_summary(path))
     except (TrajectoryFileError, SweepError) as exc:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
@@ -12,17 +14,13 @@ from particles_cli.info import kind_name
 from particles_cli.options import output_refused
 
 from particles.errors import OutputPathError
-from particles.io import TrajectoryFileError, read_summary
+from particles.io import FILE_KINDS, TrajectoryFileError, read_summary
 from particles.io.density import is_density_file
 from particles.paths import check_output_path
-from particles.plotting import DEFAULT_KIND, KINDS, default_output, plot_file
-from particles.plotting.density import (
-    DENSITY_KINDS,
-    default_density_output,
-    plot_density_file,
-)
+from particles.plotting import DEFAULT_FIGURES, FIGURES, default_output, plot_file
+from particles.plotting.density import default_density_output, plot_density_file
 from particles.plotting.frames import nearest_frames
-from particles.plotting.sweep import DEFAULT_SWEEP_KIND, SWEEP_KINDS
+from particles.plotting.kinds import FigureKind, figure_owner
 
 #: the largest --dpi: a figure of 10 x 6 inches is then 10000 x 6000 pixels.
 MAX_DPI = 1000
@@ -82,7 +80,7 @@ def check_plot_options(
         at the last frame's time).
     """
     target = default_output(path, kind) if out is None else out
-    if kind == "movie":
+    if FIGURES["trajectory"][kind].animated:
         check_output_format(target, movie_formats(), "a movie")
     else:
         check_output_format(target, image_formats(), "a picture")
@@ -123,14 +121,16 @@ def check_density_options(
     click.BadParameter, click.UsageError
     """
     density = is_density_file(path)
-    kind = kind or ("density" if density else DEFAULT_KIND)
-    if kind not in DENSITY_KINDS:
+    figures = FIGURES["density"]
+    kind = kind or DEFAULT_FIGURES["density" if density else "trajectory"]
+    if kind not in figures:
         raise click.BadParameter(
-            f"{path} is a mean-field density file; it draws {' or '.join(DENSITY_KINDS)}, "
+            f"{path} is a mean-field density file; it draws {' or '.join(figures)}, "
             f"not {kind!r}", param_hint="'--kind'")
-    if kind == "compare":
+    paired = " or ".join(f"--kind {k.name}" for k in figures.values() if "other" in k.needs)
+    if "other" in figures[kind].needs:
         if other is None:
-            raise click.UsageError("--kind compare needs --with RUN.h5, a particle run on "
+            raise click.UsageError(f"--kind {kind} needs --with RUN.h5, a particle run on "
                                    "the circle (or the density file, when PATH is the run)")
         if not density and not is_density_file(other):
             raise click.BadParameter(f"neither {path} nor {other} is a mean-field density "
@@ -138,7 +138,7 @@ def check_density_options(
         if other.resolve() == path.resolve():
             raise click.BadParameter(f"{other} is PATH itself", param_hint="'--with'")
     elif other is not None:
-        raise click.UsageError("--with is for --kind compare")
+        raise click.UsageError(f"--with is for {paired}")
     elif not density:
         raise click.BadParameter(f"{path} is a particle run; --kind density draws a "
                                  "mean-field density file (particles meanfield)",
@@ -180,25 +180,68 @@ SWEEP_ONLY = ("stat", "axis", "delta", "where", "log")
 TRAJECTORY_ONLY = ("system",)
 
 
-def plot_sweep(ctx: click.Context, path: Path, kind: str | None, out: Path | None,
-               overwrite: bool, times: str | None, dpi: int) -> None:
+def sweep_entry(ctx: click.Context, kind: str, other: Path | None) -> FigureKind:
+    """The sweep figure ``kind``, once the options that cannot go with it are refused.
+
+    Raises
+    ------
+    click.BadParameter, click.UsageError
+    """
+    if other is not None:
+        raise click.UsageError("--with is for --kind compare of a mean-field density file")
+    figures = FIGURES["sweep"]
+    if kind not in figures:
+        raise click.BadParameter(f"{kind!r} draws a trajectory; a sweep file has the kinds "
+                                 + ", ".join(figures), param_hint="'--kind'")
+    entry = figures[kind]
+    for name in TRAJECTORY_ONLY:
+        if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+            raise click.BadParameter("is for trajectory files, not sweeps",
+                                     param_hint=f"'--{name}'")
+    if "stat" in entry.needs and ctx.params["stat"] is None:
+        raise click.BadParameter(f"the {kind} kind needs a statistic, e.g. --stat "
+                                 "first_merge_time", param_hint="'--stat'")
+    return entry
+
+
+def sweep_options(ctx: click.Context, entry: FigureKind, times: str | None,
+                  report: Callable[[str], None]) -> dict[str, Any]:
+    """The keywords of :func:`~particles.plotting.sweep.save_sweep_plot` for ``entry``.
+
+    Raises
+    ------
+    click.BadParameter
+        An option the figure does not draw (refused, never ignored).
+    """
+    p = ctx.params
+    options: dict[str, Any] = {"where": parse_where(p["where"])}
+    if p["axis"] is not None:
+        options["axis"] = p["axis"]
+    takes = (*entry.options, *(("times",) if entry.uses_times else ()))
+    for name in ("times", "delta"):
+        given = ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
+        if given and name not in takes:
+            raise click.BadParameter(f"is not used by --kind {entry.name}",
+                                     param_hint=f"'--{name}'")
+    if times is not None:
+        options["times"] = list(parse_times(times))
+    if p["delta"] is not None:
+        options["delta"] = p["delta"]
+    options.update({name: p[name] for name in ("stat", "log") if name in entry.options})
+    if "report" in entry.options:
+        options["report"] = report
+    return options
+
+
+def plot_sweep(ctx: click.Context, path: Path, kind: str | None, other: Path | None,
+               out: Path | None, overwrite: bool, times: str | None, dpi: int) -> None:
     """The sweep-file branch of ``plot``: checks, then one library call, then the path."""
     from particles.errors import SweepError
     from particles.plotting.sweep import default_sweep_output, save_sweep_plot
     from particles.sweep import load
 
-    kind = kind or DEFAULT_SWEEP_KIND
-    if kind not in SWEEP_KINDS:
-        raise click.BadParameter(f"{kind!r} draws a trajectory; a sweep file has the kinds "
-                                 + ", ".join(SWEEP_KINDS), param_hint="'--kind'")
-    for name in TRAJECTORY_ONLY:
-        if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
-            raise click.BadParameter("is for trajectory files, not sweeps",
-                                     param_hint=f"'--{name}'")
-    p = ctx.params
-    if kind == "curve" and p["stat"] is None:
-        raise click.BadParameter("the curve kind needs a statistic, e.g. --stat "
-                                 "first_merge_time", param_hint="'--stat'")
+    kind = kind or DEFAULT_FIGURES["sweep"]
+    entry = sweep_entry(ctx, kind, other)
     target = default_sweep_output(path, kind) if out is None else out
     check_output_format(target, image_formats(), "a picture")
     if target.resolve() == path.resolve():
@@ -208,22 +251,8 @@ def plot_sweep(ctx: click.Context, path: Path, kind: str | None, out: Path | Non
         check_output_path(target, overwrite=overwrite, resumable=False)
     except OutputPathError as exc:
         raise output_refused(exc) from None
-    options = {"where": parse_where(p["where"])}
-    if p["axis"] is not None:
-        options["axis"] = p["axis"]
-    # an option the kind does not draw is refused, never ignored
-    for name, unused in (("times", kind == "phase-diagram"), ("delta", kind == "clusters")):
-        if unused and ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
-            raise click.BadParameter(f"is not used by --kind {kind}", param_hint=f"'--{name}'")
-    if times is not None:
-        options["times"] = list(parse_times(times))
-    if p["delta"] is not None:
-        options["delta"] = p["delta"]
     risk: list[str] = []  # a censored time's quartiles and systems at risk, per point
-    if kind == "curve":
-        options["stat"] = p["stat"]
-        options["log"] = p["log"]
-        options["report"] = risk.append
+    options = sweep_options(ctx, entry, times, risk.append)
     try:
         written = save_sweep_plot(load(path), kind, target, overwrite=overwrite, dpi=dpi,
                                   **options)
@@ -234,24 +263,22 @@ def plot_sweep(ctx: click.Context, path: Path, kind: str | None, out: Path | Non
         click.echo(line)
 
 
-#: kinds only a sweep file has (``clusters`` is both: a run's, or counts against beta).
-SWEEP_ONLY_KINDS = tuple(k for k in SWEEP_KINDS if k not in KINDS)
+#: how the help names the files of each kind that draws figures, in the order it lists them.
+FAMILY_WORDS = {"trajectory": "A trajectory", "sweep": "A sweep file",
+                "density": "A mean-field density file"}
 
 
 def _kind_help() -> str:
-    return ("A trajectory: " + "; ".join(f"{k}: {v}" for k, v in KINDS.items())
-            + f" (default {DEFAULT_KIND}). A sweep file: "
-            + "; ".join(f"{k}: {v}" for k, v in SWEEP_KINDS.items())
-            + f" (default {DEFAULT_SWEEP_KIND}). A mean-field density file: "
-            + "; ".join(f"{k}: {v}" for k, v in DENSITY_KINDS.items())
-            + " (default density).")
+    return " ".join(
+        f"{FAMILY_WORDS[family]}: " + "; ".join(f"{k}: {v}" for k, v in FIGURES[family].items())
+        + f" (default {DEFAULT_FIGURES[family]})." for family in FAMILY_WORDS)
 
 
 @click.command("plot")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--kind",
-    type=click.Choice([*KINDS, *SWEEP_ONLY_KINDS, *DENSITY_KINDS]),
+    type=click.Choice(list(dict.fromkeys(k for f in FAMILY_WORDS for k in FIGURES[f]))),
     default=None,
     help=_kind_help(),
 )
@@ -325,41 +352,48 @@ def plot(
     """
     interrupts.on_forced_stop(lambda: "stopped while drawing; no figure is half-written "
                               "(each takes its name only once complete)")
-    kind_of_path = kind_name(path)
-    if kind_of_path == "sweep":
-        if other is not None:
-            raise click.UsageError("--with is for --kind compare of a mean-field density file")
-        plot_sweep(ctx, path, kind, out, overwrite, times, dpi)
-        return
-    density = kind in DENSITY_KINDS or other is not None or kind_of_path == "density"
-    for name in SWEEP_ONLY:
-        if density and ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
-            raise click.BadParameter("is for sweep files", param_hint=f"'--{name}'")
-    if density:
-        kind = check_density_options(path, kind, out, other, overwrite)
-        try:
-            written = plot_density_file(path, kind, out, other=other, overwrite=overwrite,
-                                        times=parse_times(times), dpi=dpi)
-        except FileExistsError as exc:
-            raise output_refused(exc) from None
-        except (ValueError, OSError) as exc:
-            raise click.UsageError(" ".join(str(exc).split())) from None
-        click.echo(str(written))
-        return
-    if kind in SWEEP_ONLY_KINDS:
-        raise click.BadParameter(f"{kind!r} draws a sweep file; {path} is not one",
-                                 param_hint="'--kind'")
+    family = figure_owner(kind_name(path), kind, other is not None)
+    PLOTTERS[family](ctx, path, kind, other, out, overwrite, times, dpi)
+
+
+def plot_density(ctx: click.Context, path: Path, kind: str | None, other: Path | None,
+                 out: Path | None, overwrite: bool, times: str | None, dpi: int) -> None:
+    """The density-file branch of ``plot`` (or ``--kind compare --with``): checks, one
+    library call, the path."""
     for name in SWEEP_ONLY:
         if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
             raise click.BadParameter("is for sweep files", param_hint=f"'--{name}'")
-    kind = kind or DEFAULT_KIND
-    if times is not None and not KINDS[kind].uses_times:
+    kind = check_density_options(path, kind, out, other, overwrite)
+    try:
+        written = plot_density_file(path, kind, out, other=other, overwrite=overwrite,
+                                    times=parse_times(times), dpi=dpi)
+    except FileExistsError as exc:
+        raise output_refused(exc) from None
+    except (ValueError, OSError) as exc:
+        raise click.UsageError(" ".join(str(exc).split())) from None
+    click.echo(str(written))
+
+
+def plot_trajectory(ctx: click.Context, path: Path, kind: str | None, other: Path | None,
+                    out: Path | None, overwrite: bool, times: str | None, dpi: int) -> None:
+    """The trajectory branch of ``plot``: checks, one library call, the path."""
+    figures = FIGURES["trajectory"]
+    if kind is not None and kind not in figures:
+        owner = next(f for f, kinds in FIGURES.items() if kind in kinds)
+        raise click.BadParameter(f"{kind!r} draws a {FILE_KINDS[owner].description} file; "
+                                 f"{path} is not one", param_hint="'--kind'")
+    for name in SWEEP_ONLY:
+        if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+            raise click.BadParameter("is for sweep files", param_hint=f"'--{name}'")
+    kind = kind or DEFAULT_FIGURES["trajectory"]
+    if times is not None and not figures[kind].uses_times:
         raise click.BadParameter(f"is not used by --kind {kind} (only by "
-                                 + ", ".join(k for k, v in KINDS.items() if v.uses_times) + ")",
-                                 param_hint="'--times'")
+                                 + ", ".join(k for k, v in figures.items() if v.uses_times)
+                                 + ")", param_hint="'--times'")
+    system = ctx.params["system"]
     check_plot_options(path, kind, out, system, overwrite, parse_times(times))
     options = {"system": system}
-    if kind != "movie":
+    if not figures[kind].animated:
         options.update(times=parse_times(times), dpi=dpi)
     try:
         written = plot_file(path, kind, out, overwrite=overwrite, **options)
@@ -368,3 +402,8 @@ def plot(
     except (ValueError, OSError) as exc:
         raise click.UsageError(" ".join(str(exc).split())) from None
     click.echo(str(written))
+
+
+#: the branch of ``plot`` for the files of each kind that draws figures
+#: (:func:`particles.plotting.kinds.figure_owner` picks it).
+PLOTTERS = {"trajectory": plot_trajectory, "sweep": plot_sweep, "density": plot_density}

@@ -5,61 +5,14 @@
 file and stores the results in the ``/analysis`` group of its sidecar file
 (``run.h5`` -> ``run.analysis.h5``; the trajectory is only read).
 
-File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
-``batch`` axes are absent for a single system)::
+The file layout (its datasets and attributes, the format versions) is
+documented in :mod:`particles.io.analysis`, which owns it; this module turns
+an :class:`AnalysisResult` into its arrays and attributes and back.  A frame
+with a linked group spanning more than 90 degrees is a *spread* population,
+not a cluster (the rule of :mod:`particles.observables.spread`): its count is
+0, and the summary prints ``spread`` with ``r``.
 
-    /analysis                      attrs: format_version (2), created_by, eps (NaN
-                                   for method "gap"), method, min_decades, time_unit,
-                                   floor, bins, delta, span_tol, mass_fraction,
-                                   max_mode, beta, batch (0: one system), n, d
-      time                         (frames,)            float64
-      cluster_count                (frames[, batch])    int64, 0: spread (no clusters)
-      mass_count                   (frames[, batch])    int64, clusters holding at least
-                                                        mass_fraction of the mass
-      fourier/mode                 (frames[, batch])    int64, d = 2 only: dominant mode
-                                                        k of the empirical measure
-      fourier/modulus              (frames[, batch])    float64, its |c_k|
-      labels                       (frames[, batch], n) int32, persistent cluster ids
-      scalars/<name>               (frames[, batch])    energy, energy_normalized,
-                                   order_parameter, min_inner_product,
-                                   mean_inner_product, span_dimension,
-                                   close_pair_fraction
-      histogram/bin_edges          (bins + 1,)          float64
-      histogram/counts             (frames, bins)       int64, pair inner products
-                                                        summed over the ensemble
-      merges/<column>              (rows,)  one row per absorbed cluster: system,
-                                   frame, time, into, absorbed, size_into,
-                                   size_absorbed (sizes at the frame before)
-      splits/<column>              (rows,)  system, frame, time, parent, child, size
-      plateaus/<column>            (rows,)  system, count, start_frame, end_frame,
-                                   start, end, log_length, long_lived, censored
-      timescales/<column>          (max(batch, 1),)  formation_time,
-                                   first_merge_time, clusters_formed (NaN / 0: none)
-      ensemble/                    ensembles only (:mod:`particles.analysis.ensemble`):
-        count_values               (k,)                 cluster counts seen
-        count_systems              (frames, k)          systems with each count
-        levels                     (q,)                 quantile levels
-        count_quantiles            (frames, q)          cluster-count quantiles
-        formation_quantiles        (q,)  Kaplan-Meier, NaN: beyond the run
-        first_merge_quantiles      (q,)  over the systems that formed 2+ clusters
-        <curve>/{time,survival,at_risk,events}  curve = formation, first_merge:
-                                   P(T > t) just after each event time
-        <curve>/{systems,censored} ()  systems in the curve, censored at the end
-        first_merge/one_cluster    ()  systems that formed one cluster (not at risk)
-        not_formed                 ()  systems without a formation time
-
-The attribute ``model`` names the run's model ("" when unknown).  A frame with
-a linked group spanning more than 90 degrees is a *spread* population, not a
-cluster (a uniform state, an incoherent Kuramoto population; the rule of
-:mod:`particles.observables.spread`): its ``cluster_count`` is 0, and the
-summary prints ``spread`` with ``r``.  Files of format_version 1 stored such a
-frame as 1 cluster when it was one group; :func:`read_analysis` reads them with
-the rule of the time (``cluster_count == 1`` and ``min_inner_product < 0``).
-The mass-weighted count and the Fourier mode are described in
-:func:`particles.analysis.clusters.mass_counts` and
-:mod:`particles.analysis.modes`.
-
-The file I/O is :mod:`particles.io.analysis`.  The sidecar is replaced
+The sidecar is replaced
 atomically: it is written under a temporary name, read back and only then
 renamed over the previous one, so a failure while computing or writing
 leaves the previous results (and always the trajectory) intact, and a rerun
@@ -89,29 +42,23 @@ from particles.analysis.merges import (
 )
 from particles.analysis.modes import DEFAULT_MAX_MODE, fourier_modes
 from particles.analysis.scalars import DEFAULT_DELTA, DEFAULT_SPAN_TOL, Scalars
+from particles.analysis.summary import merge_phase, summary_text
 from particles.analysis.tracking import MergeEvent, SplitEvent
-from particles.display import time_text, value_text
-from particles.io.analysis import ANALYSIS_GROUP, read_analysis_group, write_analysis_group
+from particles.io.analysis import (  # noqa: F401 (ANALYSIS_GROUP: particles.analysis names it)
+    ANALYSIS_GROUP,
+    PLATEAU_COLUMNS,
+    TABLE_COLUMNS,
+    analysis_attrs,
+    ensemble_datasets,
+    read_analysis_group,
+    stored_counts,
+    stored_info,
+    stored_settings,
+    table_datasets,
+    write_analysis_group,
+)
 from particles.io.h5md import read_merge_events
 from particles.trajectory import Merge
-from particles.version import __version__
-
-#: version of the /analysis layout above (2: spread frames count 0; mass_count, fourier).
-FORMAT_VERSION = 2
-
-_MERGE_COLUMNS = ("system", "frame", "time", "into", "absorbed", "size_into", "size_absorbed")
-_SPLIT_COLUMNS = ("system", "frame", "time", "parent", "child", "size")
-_PLATEAU_COLUMNS = (
-    "system",
-    "count",
-    "start_frame",
-    "end_frame",
-    "start",
-    "end",
-    "log_length",
-    "long_lived",
-    "censored",
-)
 
 
 @dataclass
@@ -273,14 +220,12 @@ class AnalysisResult:
                     "separation": [t.separation for t in self.timescales],
                 }
             )
-        data: dict[str, np.ndarray] = {}
-        rows = _rows(self, table)
-        _table(data, table, _COLUMNS[table], rows)
+        data = table_datasets(table, _rows(self, table))
         frame = pd.DataFrame({k.split("/", 1)[1]: v for k, v in data.items()})
         if table == "merges":
             form = {t.system: t.formation_time for t in self.timescales}
             frame["phase"] = [
-                _phase(t, form.get(int(b), np.nan))
+                merge_phase(t, form.get(int(b), np.nan))
                 for t, b in zip(frame["time"], frame["system"], strict=True)
             ]
         return frame
@@ -332,181 +277,7 @@ class AnalysisResult:
         max_merges : int
             Merge lines shown before "... more".
         """
-        info, s = self.info, self.settings
-        lines = []
-        src = f"{info['source']}: " if info.get("source") else ""
-        batch = self.batch
-        model = f"{info['model']}  " if info.get("model") else ""
-        ens = f"  batch={batch}" if batch is not None else ""
-        eps = "largest gap" if s["method"] == "gap" else f"eps={value_text(s['eps'])} rad"
-        lines.append(
-            f"{src}{model}n={info.get('n')}  d={info.get('d')}  "
-            f"beta={value_text(info.get('beta'))}{ens}  frames={self.times.size}  "
-            f"t=[{time_text(self.times[0])}, {time_text(self.times[-1])}]  clusters: {eps} "
-            f"({s['method']})"
-        )
-        lines.append("")
-        table_times = self.default_table_times() if times is None else times
-        ft, fc = self.counts_at(table_times)
-        idx = np.searchsorted(self.times, ft)
-        r = self.scalars.get("order_parameter")
-        spread = self.spread
-        frac = s.get("mass_fraction")
-        mc, mode, mod = self.mass_counts, self.fourier_mode, self.fourier_modulus
-        mhead = f">={100 * frac:g}%" if frac is not None else ""
-        if batch is None:
-            head = f"{'time':>12}  {'clusters':>8}"
-            head += f"  {mhead:>7}" if mc is not None else ""
-            head += f"  {'mode k':>6}  {'|c_k|':>7}" if mode is not None else ""
-            lines.append(head + (f"  {'r':>7}" if r is not None else ""))
-            for t, c, f in zip(ft, fc, idx, strict=True):
-                shown = "spread" if spread[f] else f"{int(c)}"
-                row = f"{time_text(t):>12}  {shown:>8}"
-                row += f"  {int(mc[f]):>7d}" if mc is not None else ""
-                row += f"  {int(mode[f]):>6d}  {float(mod[f]):>7.4f}" if mode is not None else ""
-                row += f"  {float(r[f]):>7.4f}" if r is not None else ""
-                lines.append(row)
-        else:
-            st = self.ensemble()
-            lines.append(
-                f"{'time':>12}  {'mean':>6}  {'min':>4}  {'q25':>4}  {'med':>4}  {'q75':>4}  "
-                f"{'max':>4}" + (f"  {'mean ' + mhead:>10}" if mc is not None else "")
-                + (f"  {'mode k':>6}" if mode is not None else "")
-                + (f"  {'mean r':>7}" if r is not None else "")
-                + "   systems by count (count:systems)"
-            )
-            lv = list(st.levels)
-            qcol = {q: lv.index(q) if q in lv else None for q in (0.25, 0.5, 0.75)}
-
-            def q(f: int, level: float, c: np.ndarray) -> int:
-                k = qcol[level]
-                return int(st.count_quantiles[f, k]) if k is not None else int(
-                    np.quantile(c, level, method="inverted_cdf"))
-
-            for t, c, f in zip(ft, fc, idx, strict=True):
-                have = c[c != 0]  # spread systems have no count
-                if have.size:
-                    row = (f"{time_text(t):>12}  {have.mean():>6.3g}  {have.min():>4d}  "
-                           f"{q(f, 0.25, have):>4d}  {q(f, 0.5, have):>4d}  "
-                           f"{q(f, 0.75, have):>4d}  {have.max():>4d}")
-                else:
-                    row = f"{time_text(t):>12}  {'spread':>6}  " + "  ".join(["   -"] * 5)
-                if mc is not None:
-                    m = mc[f][c != 0]
-                    row += f"  {m.mean():>10.3g}" if m.size else f"  {'-':>10}"
-                if mode is not None:
-                    # the mode most systems show (ties: the smallest k)
-                    row += f"  {int(np.bincount(mode[f]).argmax()):>6d}"
-                row += f"  {float(np.mean(r[f])):>7.4f}" if r is not None else ""
-                sp = int(spread[f].sum())
-                note = f"  ({sp} spread)" if sp else ""
-                lines.append(f"{row}   {st.distribution_line(f)}{note}")
-        lines.append("")
-        lines.append(
-            f"time scales (long-lived plateau: >= {value_text(s['min_decades'])} decade(s) of "
-            f"time, measured from max(start, {value_text(s['time_unit'])}))"
-        )
-        if batch is not None:
-            lines.append(self.ensemble().table())
-            lines.append("")
-            lines.append("per system:")
-        shown = self.timescales if batch is None else self.timescales[:20]
-        last = self.times.size - 1
-        for ts in shown:
-            who = "" if batch is None else f"system {ts.system}: "
-            if np.isnan(ts.formation_time):
-                sp = spread[last] if batch is None else spread[last, ts.system]
-                if sp:
-                    rr = "" if r is None else (
-                        f", r={float(r[last] if batch is None else r[last, ts.system]):.3g}")
-                    lines.append(
-                        f"  {who}no clusters formed: at the end a linked group of tokens spans "
-                        f"more than 90 degrees (spread population{rr})"
-                    )
-                else:
-                    lines.append(f"  {who}no long-lived plateau (clusters not formed)")
-                continue
-            if np.isnan(ts.first_merge_time):
-                merge = ("one cluster: nothing to merge" if ts.clusters_formed == 1
-                         else "no merge after formation")
-            else:
-                merge = f"first merge {time_text(ts.first_merge_time)}"
-                if np.isfinite(ts.separation):
-                    merge += f" ({ts.separation:.2f} decades later)"
-            k = ts.clusters_formed
-            lines.append(
-                f"  {who}formation time {time_text(ts.formation_time)} "
-                f"({k} cluster{'s' if k != 1 else ''}); {merge}"
-            )
-        if batch is not None and len(self.timescales) > len(shown):
-            lines.append(f"  ... {len(self.timescales) - len(shown)} more systems")
-        lines.append("")
-        form = {ts.system: ts.formation_time for ts in self.timescales}
-
-        def phase(ev: MergeEvent) -> str:
-            return _phase(ev.time, form[ev.system])
-
-        shown_merges = self.merges
-        if len(self.merges) > max_merges:
-            # too many to list: the slow (metastable) merges are the news
-            shown_merges = [ev for ev in self.merges if phase(ev) == "slow"]
-        lines.append(
-            f"merges ({len(self.merges)}): time, "
-            + ("system, " if batch is not None else "")
-            + "surviving id <- absorbed ids, sizes, phase"
-        )
-        if len(shown_merges) < len(self.merges):
-            hidden = [ev for ev in self.merges if phase(ev) != "slow"]
-            fast = sum(phase(ev) == "fast" for ev in hidden)
-            unformed = len(hidden) - fast
-            parts = []
-            if fast:
-                parts.append(f"{fast} fast merges before the formation time")
-            if unformed:
-                parts.append(
-                    f"{unformed} merges in systems whose clusters never formed (no formation time)"
-                )
-            lines.append(
-                f"  ({'; '.join(parts)} not listed; all are in /{ANALYSIS_GROUP}/merges)"
-            )
-        for ev in shown_merges[:max_merges]:
-            who = f"  system {ev.system:<3d}" if batch is not None else ""
-            gone = ",".join(map(str, ev.absorbed))
-            sizes = " + ".join(map(str, ev.sizes))
-            lines.append(
-                f"  t={time_text(ev.time):<10}{who}  {ev.into} <- {gone:<8}  "
-                f"sizes {sizes} = {ev.size_after}  {phase(ev)}"
-            )
-        if len(shown_merges) > max_merges:
-            lines.append(f"  ... {len(shown_merges) - max_merges} more")
-        if self.located:
-            lines.append("")
-            lines.append(self._located_lines(max_merges))
-        if self.splits:
-            lines.append(f"splits: {len(self.splits)} (tokens drifted past eps)")
-        return "\n".join(lines)
-
-
-    def _located_lines(self, max_merges: int) -> str:
-        """The merges the run located, each with the saved frames around it."""
-        lines = [f"merges located while it ran ({len(self.located)}; eps "
-                 f"{value_text(DEFAULT_EPS)} rad, to the integrator's tolerance): time, "
-                 "clusters before -> after, between saved frames"]
-        for m in self.located[:max_merges]:
-            k = int(np.searchsorted(self.times, m.time, side="left"))
-            lo = time_text(self.times[k - 1]) if k > 0 else "-"
-            hi = time_text(self.times[k]) if k < self.times.size else "-"
-            lines.append(f"  t={m.time:<12.6g}  {m.before:>4d} -> {m.after:<4d}  ({lo}, {hi}]")
-        if len(self.located) > max_merges:
-            lines.append(f"  ... {len(self.located) - max_merges} more (to_dataframe('located'))")
-        return "\n".join(lines)
-
-
-def _phase(time: float, formation_time: float) -> str:
-    """``"fast"`` before the formation time, ``"slow"`` after, ``"unformed"`` without one."""
-    if np.isnan(formation_time):
-        return "unformed"
-    return "slow" if time > formation_time else "fast"
+        return summary_text(self, times, max_merges)
 
 
 def analyze(
@@ -613,11 +384,8 @@ def analyze(
     )
 
 
-_COLUMNS = {"merges": _MERGE_COLUMNS, "splits": _SPLIT_COLUMNS, "plateaus": _PLATEAU_COLUMNS}
-
-
 def _rows(result: AnalysisResult, name: str) -> list[tuple]:
-    """The rows of one event table, in the column order of ``_COLUMNS[name]``."""
+    """The rows of one event table, in the column order of ``TABLE_COLUMNS[name]``."""
     if name == "merges":
         return [
             (ev.system, ev.frame, ev.time, ev.into, gone, ev.sizes[0], size)
@@ -628,20 +396,7 @@ def _rows(result: AnalysisResult, name: str) -> list[tuple]:
         return [
             (ev.system, ev.frame, ev.time, ev.parent, ev.child, ev.size) for ev in result.splits
         ]
-    return [tuple(getattr(p, c) for c in _PLATEAU_COLUMNS) for p in result.plateaus]
-
-
-def _table(
-    out: dict[str, np.ndarray], name: str, columns: tuple[str, ...], rows: list[tuple]
-) -> None:
-    cols = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
-    for col, values in zip(columns, cols, strict=True):
-        kind = (
-            np.float64
-            if col in ("time", "start", "end", "log_length")
-            else (bool if col in ("long_lived", "censored") else np.int64)
-        )
-        out[f"{name}/{col}"] = np.asarray(values, dtype=kind)
+    return [tuple(getattr(p, c) for c in PLATEAU_COLUMNS) for p in result.plateaus]
 
 
 def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
@@ -658,18 +413,7 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     result : AnalysisResult
     """
 
-    s, info = result.settings, result.info
-    attrs: dict[str, Any] = {
-        "format_version": FORMAT_VERSION,
-        "created_by": f"particles {__version__}",
-        "eps": np.nan if s["eps"] is None else s["eps"],
-    }
-    for key in ("method", "min_decades", "time_unit", "floor", "bins", "delta", "span_tol",
-                "mass_fraction", "max_mode"):
-        attrs[key] = s[key]
-    attrs["beta"] = info["beta"]
-    attrs["batch"] = 0 if info.get("batch") is None else info["batch"]
-    attrs["n"], attrs["d"] = info["n"], info["d"]
+    attrs = analysis_attrs(result.settings, result.info)
     data: dict[str, np.ndarray] = {
         "time": result.times,
         "cluster_count": result.counts.astype(np.int64),
@@ -684,8 +428,8 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
         data[f"scalars/{name}"] = v
     data["histogram/bin_edges"] = result.bin_edges
     data["histogram/counts"] = result.histograms.astype(np.int64)
-    for name in ("merges", "splits", "plateaus"):
-        _table(data, name, _COLUMNS[name], _rows(result, name))
+    for name in TABLE_COLUMNS:
+        data.update(table_datasets(name, _rows(result, name)))
     data["timescales/formation_time"] = np.asarray(
         [t.formation_time for t in result.timescales]
     )
@@ -695,73 +439,41 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     data["timescales/clusters_formed"] = np.array(
         [t.clusters_formed for t in result.timescales], np.int64
     )
-    attrs["model"] = info.get("model") or ""
     st = result.ensemble()
     if st is not None:
-        data.update(_ensemble_datasets(st))
+        data.update(ensemble_datasets(st))
     groups = ("scalars", "histogram", "timescales") + (
         ("fourier",) if result.fourier_mode is not None else ())
     write_analysis_group(path, attrs, data, groups=groups, compressed=("labels",))
 
 
-def _ensemble_datasets(st: EnsembleStats) -> dict[str, np.ndarray]:
-    """The ``/analysis/ensemble`` datasets of the layout above."""
-    out = {
-        "ensemble/count_values": st.count_values,
-        "ensemble/count_systems": st.count_systems,
-        "ensemble/levels": st.levels,
-        "ensemble/count_quantiles": st.count_quantiles,
-        "ensemble/formation_quantiles": st.formation_quantiles,
-        "ensemble/first_merge_quantiles": st.first_merge_quantiles,
-    }
-    for name, curve in (("formation", st.formation), ("first_merge", st.first_merge)):
-        out[f"ensemble/{name}/time"] = curve.times
-        out[f"ensemble/{name}/survival"] = curve.survival
-        out[f"ensemble/{name}/at_risk"] = curve.at_risk
-        out[f"ensemble/{name}/events"] = curve.events
-        out[f"ensemble/{name}/systems"] = np.int64(curve.systems)
-        out[f"ensemble/{name}/censored"] = np.int64(curve.censored)
-    out["ensemble/first_merge/one_cluster"] = np.int64(st.one_cluster)
-    out["ensemble/not_formed"] = np.int64(st.not_formed)
-    return out
-
-
 def read_analysis(path: str | os.PathLike) -> AnalysisResult:
     """Read the ``/analysis`` group written by :func:`write_analysis`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The trajectory (its sidecar is read when there is one), or the sidecar.
 
     Raises
     ------
     KeyError
         If the file has no ``/analysis`` group.
+    particles.io.TrajectoryFileError
+        ``path`` is a file of another kind (a sweep, a density, ...), in one line.
     """
     stored = read_analysis_group(path)
     a = stored.attrs
-    cols = {name: stored.group(name) for name in ("merges", "splits", "plateaus")}
+    cols = {name: stored.group(name) for name in TABLE_COLUMNS}
     times = stored.datasets["time"]
-    counts = stored.datasets["cluster_count"]
-    labels = stored.datasets["labels"]
     scalars = stored.group("scalars")
-    if int(a.get("format_version", 1)) < 2 and "min_inner_product" in scalars:
-        # format 1 counted one linked group spanning more than 90 degrees as one
-        # cluster: read it with the spread rule of today (count 0)
-        counts = np.where((counts == 1) & (scalars["min_inner_product"] < 0), 0, counts)
+    counts = stored_counts(a, stored.datasets["cluster_count"], scalars)
+    labels = stored.datasets["labels"]
     edges = stored.datasets["histogram/bin_edges"]
     hist = stored.datasets["histogram/counts"]
-    eps = float(a["eps"])
-    settings = {
-        "eps": None if np.isnan(eps) else eps,
-        "method": str(a["method"]),
-        "min_decades": float(a["min_decades"]),
-        "time_unit": float(a["time_unit"]),
-        "floor": float(a["floor"]),
-        "bins": int(a["bins"]),
-        "delta": float(a["delta"]),
-        "span_tol": float(a["span_tol"]),
-    }
-    if "mass_fraction" in a:
-        settings["mass_fraction"] = float(a["mass_fraction"])
-        settings["max_mode"] = int(a["max_mode"])
-    batch = int(a["batch"]) or None
+    settings = stored_settings(a)
+    info = stored_info(a, os.fspath(path))
+    batch = info["batch"]
     m = cols["merges"]
     grouped: dict[tuple, list[int]] = defaultdict(list)
     for r in range(m["system"].size):
@@ -798,19 +510,11 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
         "censored": bool,
     }
     plateaus = [
-        Plateau(**{c: casts.get(c, int)(pc[c][r]) for c in _PLATEAU_COLUMNS})
+        Plateau(**{c: casts.get(c, int)(pc[c][r]) for c in PLATEAU_COLUMNS})
         for r in range(pc["system"].size)
     ]
     systems = batch or 1
     ts = [find_timescales([p for p in plateaus if p.system == b], system=b) for b in range(systems)]
-    info = {
-        "n": int(a["n"]),
-        "d": int(a["d"]),
-        "beta": float(a["beta"]),
-        "batch": batch,
-        "source": os.fspath(path),
-        "model": str(a.get("model", "")) or None,
-    }
     fourier = stored.group("fourier") if "fourier/mode" in stored.datasets else {}
     try:  # the run's own located merges, when the file is its trajectory
         located = read_merge_events(path)

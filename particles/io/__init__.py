@@ -11,7 +11,9 @@ complete:
 * model comparisons (:mod:`particles.io.compare`);
 * mean-field densities (:mod:`particles.io.density`): :func:`load_density`,
   :func:`read_density_summary`;
-* sweeps (:mod:`particles.io.sweep`).
+* sweeps (:mod:`particles.io.sweep`);
+* the analysis results of a trajectory, its sidecar ``run.analysis.h5``
+  (:mod:`particles.io.analysis`).
 
 The shared layer (header, opening, disk-space reservation, creating and
 closing) is :mod:`particles.io.hdf5`; the frame writer the kinds of frames
@@ -21,7 +23,7 @@ exceptions they raise are re-exported here.
 """
 
 from particles.errors import OutputPathError, RunFailed, RunInterrupted
-from particles.io import compare, density, h5md, sweep  # noqa: F401 (each registers its kind)
+from particles.io import analysis, compare, density, h5md, sweep  # noqa: F401 (each registers its kind)
 from particles.io.density import load_density, read_density_summary
 from particles.io.h5md import (
     RunSummary,

@@ -32,6 +32,7 @@ from particles.meanfield.wasserstein import w1_circle_density
 from particles.paths import check_output_path
 from particles.plotting.frames import nearest_frames
 from particles.plotting.kernels import default_times
+from particles.plotting.kinds import FigureKind, figure_kind, register_figures
 from particles.plotting.save import save_figure
 from particles.plotting.titles import seed_text
 
@@ -47,13 +48,6 @@ __all__ = [
     "run_angles",
     "w1_against_density",
 ]
-
-#: figure kinds of a density file (``particles plot field.h5 --kind``).
-DENSITY_KINDS: dict[str, str] = {
-    "density": "(density file) rho(t, theta) heat map and profiles at a few times",
-    "compare": "(density file, --with RUN.h5 on the circle) token angle histograms over "
-    "the density and W1(t)",
-}
 
 _TWO_PI = 2.0 * np.pi
 _RHO = "\u03c1"  # written out: ruff takes the letter for a p
@@ -312,6 +306,25 @@ def compare_figure(density: Any, traj: Any, *, times: ArrayLike | None = None) -
     return fig
 
 
+def _draw_density(density: Any, run: Any, times: ArrayLike | None) -> Figure:
+    return density_figure(density, times=times)
+
+
+def _draw_compare(density: Any, run: Any, times: ArrayLike | None) -> Figure:
+    return compare_figure(density, run, times=times)
+
+
+#: figure kinds of a density file (``particles plot field.h5 --kind``; ``FIGURES["density"]``):
+#: ``draw(density, run, times)``, ``run`` the particle run of a figure that ``needs`` ``other``.
+DENSITY_KINDS: dict[str, FigureKind] = register_figures(
+    "density", "density",
+    FigureKind("density", "(density file) rho(t, theta) heat map and profiles at a few times",
+               _draw_density, uses_times=True),
+    FigureKind("compare", "(density file, --with RUN.h5 on the circle) token angle histograms "
+               "over the density and W1(t)", _draw_compare, uses_times=True, needs=("other",)),
+)
+
+
 def plot_density_file(
     path: str | os.PathLike,
     kind: str = "density",
@@ -355,20 +368,17 @@ def plot_density_file(
     OutputPathError
         ``out`` exists (without ``overwrite``) or cannot be written.
     """
-    if kind not in DENSITY_KINDS:
-        raise ValueError(f"kind must be one of {', '.join(DENSITY_KINDS)}, got {kind!r}")
-    if kind == "compare" and other is None:
-        raise ValueError("kind 'compare' needs the particle run to compare with (--with RUN.h5)")
-    if kind == "density" and other is not None:
-        raise ValueError("--with is for kind 'compare'")
+    entry = figure_kind("density", kind)
+    if "other" in entry.needs and other is None:
+        raise ValueError(f"kind {kind!r} needs the particle run to compare with (--with RUN.h5)")
+    if "other" not in entry.needs and other is not None:
+        paired = " or ".join(repr(k.name) for k in DENSITY_KINDS.values() if "other" in k.needs)
+        raise ValueError(f"--with is for kind {paired}")
     field_path, run_path = Path(path), None if other is None else Path(other)
     if run_path is not None and not is_density_file(field_path) and is_density_file(run_path):
         field_path, run_path = run_path, field_path  # given the other way round
     out = check_output_path(default_density_output(field_path, kind) if out is None else out,
                             overwrite=overwrite, resumable=False)
     density = load_density(field_path)
-    if kind == "density":
-        fig = density_figure(density, times=times)
-    else:
-        fig = compare_figure(density, load(run_path), times=times)
+    fig = entry.draw(density, None if run_path is None else load(run_path), times)
     return save_figure(fig, out, overwrite=overwrite, dpi=dpi)

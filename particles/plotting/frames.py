@@ -1,4 +1,5 @@
-"""The saved frames nearest to requested times (``particles plot --times``).
+"""What of a run a figure draws: the saved frames nearest to requested times
+(``particles plot --times``), and one system of an ensemble (:func:`system_of`).
 
 Every figure that draws chosen times (trajectory histograms and spheres,
 sweep cluster counts and curves, density profiles, kernel histograms) picks
@@ -16,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from particles.display import TIME_DIGITS, time_text
 
-__all__ = ["nearest_frames"]
+__all__ = ["check_member", "nearest_frames", "system_of"]
 
 
 def nearest_frames(times: ArrayLike, when: ArrayLike) -> np.ndarray:
@@ -55,3 +56,21 @@ def nearest_frames(times: ArrayLike, when: ArrayLike) -> np.ndarray:
             f"times must lie in [{time_text(lo)}, {time_text(hi)}], the time range of the "
             f"saved frames (--times); got {', '.join(time_text(w) for w in outside)}")
     return np.unique([int(np.argmin(np.abs(times - w))) for w in when])
+
+
+def system_of(a: np.ndarray, batch: int | None, system: int) -> np.ndarray:
+    """One system's slice of a (frames, batch, ...) array (the array itself for one system)."""
+    return a if batch is None else a[:, system]
+
+
+def check_member(batch: int | None, system: int) -> None:
+    """Refuse a system index outside the run (one line).
+
+    Raises
+    ------
+    ValueError
+    """
+    count = 1 if batch is None else batch
+    if not 0 <= system < count:
+        what = "a single system" if batch is None else f"an ensemble of {batch}"
+        raise ValueError(f"system must be in [0, {count}) for {what}, got {system}")

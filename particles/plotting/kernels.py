@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from particles.analysis.comparison import KernelComparison
 from particles.display import time_text, value_text
 from particles.paths import check_output_path
-from particles.plotting import plot_histogram
+from particles.plotting.axes import plot_histogram
 from particles.plotting.compare import STYLES, log_time
 from particles.plotting.frames import nearest_frames
 from particles.plotting.save import save_figure

@@ -63,6 +63,7 @@ from particles.plotting.censored import (
     write_at_risk,
 )
 from particles.plotting.frames import nearest_frames
+from particles.plotting.kinds import FigureKind, figure_kind, register_figures
 from particles.plotting.save import save_figure
 
 __all__ = [
@@ -82,14 +83,6 @@ __all__ = [
     "sweep_figure",
     "sweep_setting",
 ]
-
-#: figure kinds of :func:`sweep_figure` and ``particles plot SWEEP.h5 --kind``.
-SWEEP_KINDS: dict[str, str] = {
-    "phase-diagram": "(beta, t) map of the fraction of pairs with <x_i,x_j> > 1 - delta, "
-                     "with the high-dimensional theory frontier",
-    "clusters": "cluster count (median, quartiles) against a grid axis at chosen times",
-    "curve": "any statistic (--stat) against any grid axis (--axis), with theory curves",
-}
 
 #: kind drawn for a sweep file when none is asked for.
 DEFAULT_SWEEP_KIND = "phase-diagram"
@@ -715,6 +708,22 @@ def plot_sweep_curve(
 # ---------------------------------------------------------------- figures and files
 
 
+#: figure kinds of :func:`sweep_figure` and ``particles plot SWEEP.h5 --kind``
+#: (``FIGURES["sweep"]``; ``draw`` draws one panel).
+SWEEP_KINDS: dict[str, FigureKind] = register_figures(
+    "sweep", DEFAULT_SWEEP_KIND,
+    FigureKind("phase-diagram", "(beta, t) map of the fraction of pairs with "
+               "<x_i,x_j> > 1 - delta, with the high-dimensional theory frontier",
+               plot_phase_diagram, options=("delta", "axis", "where", "theory")),
+    FigureKind("clusters", "cluster count (median, quartiles) against a grid axis at chosen "
+               "times", plot_cluster_counts, uses_times=True, options=("axis", "where")),
+    FigureKind("curve", "any statistic (--stat) against any grid axis (--axis), with theory "
+               "curves", plot_sweep_curve, uses_times=True,
+               options=("stat", "axis", "delta", "clusters", "where", "theory", "log", "report"),
+               needs=("stat",)),
+)
+
+
 def sweep_figure(
     ds: Any,
     kind: str = DEFAULT_SWEEP_KIND,
@@ -747,21 +756,18 @@ def sweep_figure(
     ValueError
         Unknown kind, axis or statistic, or more than one grid axis left free (one line).
     """
-    if kind not in SWEEP_KINDS:
-        raise ValueError(f"kind must be one of {', '.join(SWEEP_KINDS)}, got {kind!r}")
-    draw = {"phase-diagram": plot_phase_diagram, "clusters": plot_cluster_counts,
-            "curve": plot_sweep_curve}[kind]
-    if kind == "curve":
+    entry = figure_kind("sweep", kind)
+    if "stat" in entry.needs:
         stat = options.pop("stat", None)
         if stat is None:
-            raise ValueError("the curve kind needs a statistic (stat=..., --stat)")
+            raise ValueError(f"the {kind} kind needs a statistic (stat=..., --stat)")
         options = {"stat": stat, **options}
-    else:
+    if "report" not in entry.options:
         options.pop("report", None)  # only curves of censored times report
     picked = _pick(ds, where)
     axis = options.get("axis")
     if axis is None:
-        if kind == "curve":
+        if "stat" in entry.needs:  # a statistic against the first swept axis
             multi = [a for a in grid_axes(picked) if picked.sizes[a] > 1]
             axis = multi[0] if multi else None
         else:
@@ -779,11 +785,7 @@ def sweep_figure(
         fixed = dict(where or {})
         if free:
             fixed[free[0]] = value.item() if hasattr(value, "item") else value
-        if kind == "curve":
-            draw(ds, options["stat"], where=fixed, ax=ax,
-                 **{k2: v for k2, v in options.items() if k2 != "stat"})
-        else:
-            draw(ds, where=fixed, ax=ax, **options)
+        entry.draw(ds, where=fixed, ax=ax, **options)
     return fig
 
 

@@ -19,7 +19,8 @@ from particles.display import value_text
 from particles.fields.kernels import KERNELS, USA_SCALES
 from particles.models import MODELS
 
-__all__ = ["SHORT_SEED_DIGITS", "kernel_text", "run_title", "seed_text", "time_label"]
+__all__ = ["SHORT_SEED_DIGITS", "kernel_text", "run_title", "seed_text", "time_label",
+           "trajectory_title"]
 
 #: seeds with more digits are not written in titles ("seed: see file").
 SHORT_SEED_DIGITS = 8
@@ -150,3 +151,17 @@ def time_label(config: Any = None, *, log: bool = False) -> str:
     rescaled = config is not None and _time_changed(config)
     text = r"time $e^{\beta} t$ (usa_scale=n_exp_beta)" if rescaled else "time t"
     return text + (" (log)" if log else "")
+
+
+def trajectory_title(traj: Any, analysis: Any, system: int | None = None) -> str:
+    """:func:`run_title` of a run (``traj``, a Trajectory) from its configuration, or
+    from the facts of its analysis (an AnalysisResult) when it has none."""
+    cfg = getattr(traj, "config", None)
+    info = analysis.info
+    if cfg is not None:
+        return run_title(cfg, system=system, batch=info.get("batch"))
+    ens = ""
+    if info.get("batch"):
+        ens = (f", system {system} of {info['batch']}" if system is not None
+               else f", ensemble of {info['batch']}")
+    return f"n={info['n']}, d={info['d']}, β={value_text(info['beta'])}{ens}"

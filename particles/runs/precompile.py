@@ -110,16 +110,16 @@ def _run_plot(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from particles.plotting import KINDS, plot_file
+    from particles.plotting import FIGURES, plot_file
 
     count = 0
     for path in _small_files(tmp):
-        for kind in KINDS:
-            if kind == "movie" and not more:
+        for kind in FIGURES["trajectory"].values():
+            if kind.animated and not more:
                 continue
-            note(f"plot {path.name} --kind {kind}")
-            suffix = ".gif" if kind == "movie" else ".png"
-            plot_file(path, kind, tmp / f"{path.stem}_{kind}{suffix}", overwrite=True)
+            note(f"plot {path.name} --kind {kind.name}")
+            plot_file(path, kind.name, tmp / f"{path.stem}_{kind.name}{kind.suffix}",
+                      overwrite=True)
             count += 1
     return count
 

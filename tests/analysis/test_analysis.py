@@ -362,7 +362,9 @@ def test_analyze_write_read_round_trip(tmp_path):
         assert list(f) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.analysis.h5", "a.h5"]
     with h5py.File(tmp_path / "a.analysis.h5", "r") as f:
-        assert list(f) == ["analysis"]  # no temporary group left
+        # the shared header (a file kind of its own) and no temporary group left
+        assert list(f) == ["analysis", "h5md", "parameters"]
+        assert f["parameters"].attrs["kind"] == "analysis"
         g = f["analysis"]
         assert g.attrs["method"] == "components" and g.attrs["batch"] == 0
         np.testing.assert_array_equal(g["merges/absorbed"][()].size, 2)

@@ -126,3 +126,22 @@ def test_plot_refuses_bad_input(run_file, tmp_path):
     junk = tmp_path / "junk.h5"
     junk.write_text("not hdf5")
     usage_error(invoke("plot", junk), "not an HDF5 file")
+
+
+def test_info_of_the_analysis_sidecar_is_a_one_kind_answer(run_file):
+    ok(invoke("analyze", run_file))
+    sidecar = run_file.with_name("run.analysis.h5")
+    result = invoke("info", sidecar)
+    ok(result)
+    lines = result.output.splitlines()
+    assert lines[0] == str(sidecar)
+    assert lines[1] == "kind         trajectory analysis (particles analyze)"
+    assert "trajectory   run.h5" in lines and "status       complete" in lines
+    assert "frames       9 analysed" in lines
+    assert "run          sa  n=12  d=3  beta=10" in lines
+    assert "clusters     eps=0.05 rad (components)" in lines
+    # the commands that read trajectories refuse it in one line, naming its reader
+    for command in ("plot", "analyze"):
+        usage_error(invoke(command, sidecar),
+                    "is a trajectory analysis file (particles analyze), not a particle "
+                    "trajectory; read it with particles.analysis.read_analysis")

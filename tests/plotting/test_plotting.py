@@ -124,12 +124,13 @@ def test_plot_file_uses_the_stored_analysis(tmp_path, monkeypatch):
     traj = collapsing(2)
     path = write_file(tmp_path / "run.h5", traj)
     write_analysis(path, analyze(traj))
-    import particles.plotting as plotting
+    from particles.plotting import movie, run
 
     def fail(*args, **kwargs):
         raise AssertionError("analysis recomputed although /analysis is up to date")
 
-    monkeypatch.setattr(plotting, "analyze", fail)
+    monkeypatch.setattr(run, "analyze", fail)
+    monkeypatch.setattr(movie, "analyze", fail)
     assert_picture(plot_file(path, "energy", dpi=50), PNG)
 
 
