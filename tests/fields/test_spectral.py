@@ -99,6 +99,83 @@ def test_circle_kernel_matches_its_numpy_twin():
         np.testing.assert_allclose(_evaluate(build_field(config), X), twin, rtol=0, atol=1e-14)
 
 
+def _with_poles(rng, n):
+    """Random tokens (n, 3) with the first four on the axis (both poles, a
+    signed zero) and one more, tokens off the sphere (an integrator's stage)."""
+    X = _tokens(rng, n, 3)
+    X[:4] = [[0.0, 0.0, 1.0], [0.0, 0.0, -1.0], [-0.0, 0.0, 1.0], [0.0, -0.0, -1.0]]
+    return X
+
+
+def test_sphere_kernels_match_their_numpy_twin():
+    """The compiled S^2 drift (one adjoint transform, three syntheses, the
+    compiled assembly) against :func:`spectral.sphere_sums` in NumPy: on the
+    sphere, at the poles and off it, with masses and a value matrix."""
+    rng = np.random.default_rng(11)
+    n = 2500
+    config = SimulationConfig(n=n, d=3, beta=6.0, masses=rng.uniform(0.5, 2, n),
+                              V=rng.normal(size=(3, 3)), summation="spectral")
+    X = _with_poles(rng, n)
+    for scale in (1.0, 1.1):
+        twin = spectral.spectral_reference(config, scale * X, np.eye(3), np.eye(3),
+                                           config.matrix("V"), True, 0.0)
+        got = _evaluate(build_field(config), scale * X)
+        np.testing.assert_allclose(got, twin, rtol=0, atol=1e-14 * np.abs(twin).max())
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_sphere_drift_at_the_poles_and_small_beta(beta):
+    """Tokens on the axis (where the longitude is arbitrary) and b < 1 (the
+    tangential factors by the Bessel recurrence; b = 0 exactly) equal the direct sums."""
+    rng = np.random.default_rng(12)
+    n = 200
+    X = _with_poles(rng, n)
+    for model in ("sa", "usa"):
+        config = SimulationConfig(n=n, d=3, beta=beta, model=model, summation="spectral")
+        ref = attention_reference(X, beta=beta, normalized=model == "sa")
+        assert _relative(_evaluate(build_field(config), X), ref) < TOL
+
+
+def test_sphere_truncation_bounds_every_series():
+    """The transforms' degree meets the bound for D, the radial and the
+    tangential parts (each degree's worst case, summed beyond L), and L - 1 does not."""
+    for b in (0.1, 0.9, 5.0, 100.0, 700.0):
+        for ratio in (1.0, 1e4):
+            L = spectral.sphere_truncation(b, 1e-12, ratio)
+            bound = 1e-12 / (2 * ratio)
+            count = L + 200
+            ell = np.arange(count)
+            f = spectral.sphere_factors(b, count) * (2 * ell + 1) / (4 * np.pi)
+            f[2] *= np.sqrt(ell * (ell + 1.0))
+            assert f[0, L + 1:].sum() <= bound and f[1:, L + 1:].sum() <= bound, (b, ratio)
+            assert f[0, L:].sum() > bound or f[1:, L:].sum() > bound or L == 1, (b, ratio)
+            d = f[0] / (2 * ell + 1) * 4 * np.pi  # 4 pi i_l e^{-b}, the profile's factors
+            np.testing.assert_allclose(d[:L], 4 * np.pi * spectral.coefficients(b, 3, L)
+                                       / (2 * ell[:L] + 1), rtol=1e-14)
+
+
+@pytest.mark.parallel
+def test_sphere_bits_do_not_depend_on_the_threads():
+    """The syntheses, locations and assembly run side by side on two threads,
+    each transform on one: the same bits as one thread."""
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one Numba thread here")
+    rng = np.random.default_rng(13)
+    X = _tokens(rng, 5000, 3)
+    field = build_field(SimulationConfig(n=5000, d=3, beta=4.0, summation="spectral"))
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = _evaluate(field, X)
+        numba.set_num_threads(2)
+        two = _evaluate(field, X)
+    finally:
+        numba.set_num_threads(threads)
+    np.testing.assert_array_equal(one, two)
+
+
 @pytest.mark.parallel
 def test_parallel_drifts_equal_serial_bit_for_bit():
     """The moments are summed in fixed blocks: any number of threads, the same bits."""
@@ -221,8 +298,8 @@ def test_cli_records_the_choice_and_resumes(tmp_path):
     ok(invoke(*base, "--T", "1", "--out", part))
     ok(invoke(*base, "--T", "2", "--out", part, "--resume"))
     with h5py.File(whole) as fa, h5py.File(part) as fb:
-        assert fa["parameters"].attrs["summation_degree"] == spectral.truncation(
-            3.0, 3, 1e-10, 40.0)[0]
+        assert fa["parameters"].attrs["summation_degree"] == spectral.sphere_truncation(
+            3.0, 1e-10, 40.0)
         np.testing.assert_array_equal(fa["particles/tokens/position/value"][()],
                                       fb["particles/tokens/position/value"][()])
     usage_error(invoke("simulate", "--n", "4", "--d", "5", "--beta", "1", "--summation",
