@@ -139,7 +139,30 @@ def refusal(config: RunSpec) -> str | None:
     Q, K = qk.draw(None, config.d, config.matrix("Q"), config.matrix("K"))
     d = config.d
     why = zonal_profile(config, np.reshape(Q, (-1, d, d))[0], np.reshape(K, (-1, d, d))[0])
-    return why if isinstance(why, str) else None
+    if isinstance(why, str):
+        return why
+    return _batch_refusal(config)
+
+
+def _batch_refusal(config: RunSpec) -> str | None:
+    """Why a batch on S^2 is not served (a phrase), or None: where :func:`costs`
+    puts the transforms above the direct sums.  Below that size a system's
+    transforms are mostly Python and ducc0's set-up, which hold the
+    interpreter, so a batch's systems run them one after another (n = 64:
+    about 100x the direct sums' time, which run on every thread)."""
+    if config.d != 3 or (config.batch or 1) == 1:
+        return None
+    direct, spec = costs(config.n, 3, degree(config))
+    if spec <= direct:
+        return None
+    L = degree(config)
+    least = config.n
+    while costs(least, 3, L)[1] > costs(least, 3, L)[0]:
+        least = int(least * 1.05) + 1
+    least = int(float(f"{least:.2g}"))
+    return (f"of a batch on S^2 would be {spec / direct:.0f}x slower than the direct sums at "
+            f"n = {config.n} (its transforms hold the interpreter there; it pays from "
+            f"n of about {least})")
 
 
 # ------------------------------------------------------------ coefficients
@@ -674,20 +697,26 @@ def spectral_reference(config: RunSpec, X: np.ndarray, Q: np.ndarray, K: np.ndar
 # ------------------------------------------------------------ the choice
 #: seconds per drift evaluation, one thread (benchmarks/bench_spectral.py on
 #: the 2-core development machines): direct ``DIRECT[d] n^2``; the circle's
-#: series ``CIRCLE n (K + 2)``; S^2 ``SPHERE_N n + SPHERE_L (L + 1)^2 log2(L + 2)``
-#: plus ``SPHERE_CALL`` (eight transforms and the Python call).
+#: series ``CIRCLE n (K + 2) + CIRCLE_CALL`` (its blocks' set-up: the kernel
+#: took 2-3 us at n = 16 on an AVX-512 host, where direct took 1.7 us); S^2
+#: ``SPHERE_N n + SPHERE_L (L + 1)^2 log2(L + 2) + SPHERE_CALL`` (four
+#: transforms and the Python call).  The spectral constants are those measured
+#: there before issue 40 divided by the before/now ratios of
+#: ``bench_spectral.py`` (circle 4.2x; S^2 1.7x per token, 2.2x per degree
+#: term, 1.2x per call): the same host scale as ``DIRECT``.
 DIRECT = {2: 2.5e-9, 3: 2.9e-9}
-CIRCLE = 6.5e-9
-SPHERE_N = 1.0e-6
-SPHERE_L = 1.0e-7
-SPHERE_CALL = 2.0e-4
+CIRCLE = 1.6e-9
+CIRCLE_CALL = 2.0e-6
+SPHERE_N = 6.0e-7
+SPHERE_L = 4.5e-8
+SPHERE_CALL = 1.7e-4
 
 
 def costs(n: int, d: int, K: int) -> tuple[float, float]:
     """``(direct, spectral)`` estimated seconds of one drift evaluation of one system."""
     direct = DIRECT[d] * n * n
     if d == 2:
-        return direct, CIRCLE * n * (K + 2)
+        return direct, CIRCLE * n * (K + 2) + CIRCLE_CALL
     return direct, SPHERE_N * n + SPHERE_L * (K + 1) ** 2 * math.log2(K + 2) + SPHERE_CALL
 
 

@@ -217,6 +217,7 @@ def test_degree_grows_like_sqrt_beta():
     (dict(K="minus_identity"), "non-negative multiple"),
     (dict(value_weights="wwt", weight_draws="independent", batch=2, seed=1),
      "one draw"),
+    (dict(d=3, batch=2), "batch on S\\^2 would be .*x slower than the direct sums"),
 ])
 def test_runs_it_cannot_serve_are_refused_naming_why(kw, needle):
     with pytest.raises(ConfigError, match=needle) as info:
@@ -267,7 +268,7 @@ def test_the_energy_through_the_series_equals_the_pair_sum(d):
     (2, "dopri5", {}),
     (3, "rk4", {"model": "usa", "usa_scale": "n_exp_beta"}),
     (2, "heun", {"noise": 0.3}),
-    (3, "euler", {"batch": 3}),
+    (3, "euler", {"batch": 3, "n": 600}),  # (smaller S^2 batches are refused)
     (3, "euler", {"value_weights": "wwt", "layer_time": 0.5}),  # V redrawn per layer
 ])
 def test_trajectories_equal_the_direct_method(d, integrator, extra):
@@ -276,7 +277,8 @@ def test_trajectories_equal_the_direct_method(d, integrator, extra):
     of rk4, heun and dopri5 off it see another extension of the field, so the
     trajectories agree to the integrator's error (small at these steps;
     dopri5: within its tolerance), the Euler layer's to round-off."""
-    n = 64
+    extra = dict(extra)
+    n = extra.pop("n", 64)
     kw = dict(integrator=integrator, T=2.0, dt=0.02, save_every=20, seed=4, **extra)
     if integrator == "dopri5":
         kw.update(rtol=1e-9, atol=1e-12, save_times=np.linspace(0, 2.0, 5))
