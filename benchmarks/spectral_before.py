@@ -23,7 +23,6 @@ from particles.fields.spectral import (
     _direct_row,
     coefficients,
     direct_rows,
-    locations,
     truncation,
 )
 
@@ -99,6 +98,14 @@ def _circle_spectral(X, p, out, ws):
         else:
             out[i, 0] = V[0, 0] * y0 + V[0, 1] * y1
             out[i, 1] = V[1, 0] * y0 + V[1, 1] * y1
+
+
+def locations(X: np.ndarray) -> np.ndarray:
+    """The tokens' ``(colatitude, longitude)`` (n, 2) as before issue 40."""
+    loc = np.empty((X.shape[0], 2))
+    loc[:, 0] = np.arctan2(np.hypot(X[:, 0], X[:, 1]), X[:, 2])
+    loc[:, 1] = np.arctan2(X[:, 1], X[:, 0]) % (2 * np.pi)
+    return loc
 
 
 circle_before = specialize(_circle_spectral, "bench_before", cache=True)

@@ -15,20 +15,27 @@ attention sum is a convolution on the sphere with the profile
       D_i = sum_j m_j f(<x_i, x_j>)     = sum_k a_k z_i^k conj(S_k),
       N_i = sum_j m_j f(<x_i, x_j>) z_j = sum_k a_k z_i^k S_{1-k},
 
-  ``O(n K)`` per evaluation in one compiled loop (:func:`circle_sums_reference`
-  is its NumPy twin).
+  ``O(n K)`` per evaluation in one compiled loop that keeps :data:`TOKENS`
+  tokens side by side (vectorised; :func:`circle_sums_reference` is its
+  NumPy twin).
 * **S^2** (d = 3): ``f(t) = sum_l (2l + 1) i_l(b) e^{-b} P_l(t)`` (Funk-Hecke;
   ``i_l`` the modified spherical Bessel function) and ``P_l(<x, y>) = 4 pi /
-  (2l + 1) sum_m Y_lm(x) Y_lm(y)^*``: the four sums ``D_i`` and ``N_i`` (maps
-  ``m_j`` and ``m_j x_j``) are an adjoint spherical-harmonic transform at the
-  token positions, a multiplication by ``4 pi i_l(b) e^{-b}`` per degree, and a
-  synthesis back at the positions (``ducc0.sht.experimental``'s
-  ``adjoint_synthesis_general`` / ``synthesis_general``): ``O(n + L^2 log L)``.
+  (2l + 1) sum_m Y_lm(x) Y_lm(y)^*``: ``D_i`` is an adjoint
+  spherical-harmonic transform of the masses at the token positions, a
+  multiplication by ``4 pi i_l(b) e^{-b}`` per degree, and a synthesis back at
+  the positions (``ducc0.sht.experimental``'s ``adjoint_synthesis_general`` /
+  ``synthesis_general``): ``O(n + L^2 log L)``.  ``N_i`` needs no transform of
+  its own: ``f' = b f``, so its tangential part is ``grad D / b`` (a gradient
+  synthesis of the same coefficients) and its radial part ``R_i = <x_i, N_i>``
+  the sum of the zonal profile ``t f(t)`` (per degree ``4 pi i_l'(b) e^{-b}``):
+  one adjoint transform and three syntheses (:func:`sphere_transforms`; four
+  pairs before), ``N_i = G_i + R_i x_i``.
 
 Then SA gives ``y_i = V N_i / D_i`` and USA ``y_i = V N_i e^{b + log g - c} / N``
 (``g`` the kernel's constant factor, ``c`` the USA shift, ``N`` the total mass).
 
-**Truncation** (:func:`truncation`).  The coefficients are positive and sum to
+**Truncation** (:func:`truncation`; S^2 :func:`sphere_truncation`, which
+bounds the radial and tangential series too).  The coefficients are positive and sum to
 ``f(1) = 1``; ``D_i >= m_i`` (the token's own term), and ``|z_i^k| = |P_l| <= 1``,
 so cutting the series after ``K`` (or ``L``) terms moves ``D_i`` and ``N_i`` by
 at most ``tail * N`` and every ``y_i`` by at most ``2 tail N / m_i`` in the
@@ -50,7 +57,8 @@ configurations from ``b = 0.1`` to 700 at ``tol = 1e-12``).
 stages leave the sphere (rk4, heun, dopri5 evaluate the field at ambient
 points ``x + h k``) see another extension of the field there than the
 direct sums' ``exp(beta <x_i, x_j>)`` of non-unit vectors (the circle's
-moments carry ``|z|^k``, the S^2 transforms only the directions).  Both
+moments carry ``|z|^k``; S^2 sees only the directions: ``N_i`` sums the
+unit ``x_j``).  Both
 extend the same field on the sphere, so the two trajectories agree to the
 integrator's own error (rk4: 2.6e-7 at dt = 0.1 and 1.6e-8 at dt = 0.05
 over t = 20, n = 48, beta = 4, the h^4 ratio), not to ``tol``; the Euler
@@ -259,11 +267,9 @@ def _circle_spectral(X, p, out, ws):
         hi = min(n, (blk + 1) * BLOCK)
         for g in range(blk * BLOCK, hi, TOKENS):
             cnt = min(TOKENS, hi - g)
+            _lanes(X, g, cnt, zr, zi)
             for t in range(TOKENS):  # lanes past the end carry mass 0
-                j = g + t if t < cnt else g
-                zr[t] = X[j, 0]
-                zi[t] = X[j, 1]
-                pr[t] = m[j] if t < cnt else 0.0
+                pr[t] = m[g + t] if t < cnt else 0.0
                 pi[t] = 0.0
             for k in range(nm):
                 ar = acc_r[k]
@@ -305,10 +311,8 @@ def _circle_spectral(X, p, out, ws):
         hi = min(n, (blk + 1) * BLOCK)
         for g in range(blk * BLOCK, hi, TOKENS):
             cnt = min(TOKENS, hi - g)
+            _lanes(X, g, cnt, zr, zi)
             for t in range(TOKENS):
-                j = g + t if t < cnt else g
-                zr[t] = X[j, 0]
-                zi[t] = X[j, 1]
                 wr[t] = 1.0
                 wi[t] = 0.0
                 Dv[t] = a[0] * M
@@ -351,6 +355,16 @@ def _circle_spectral(X, p, out, ws):
                 else:
                     out[i, 0] = V[0, 0] * y0 + V[0, 1] * y1
                     out[i, 1] = V[1, 0] * y0 + V[1, 1] * y1
+
+
+@jit
+def _lanes(X, g, cnt, zr, zi):
+    """Tokens ``g .. g + cnt`` of X (n, 2) into the lanes ``zr, zi`` (:data:`TOKENS`,);
+    the lanes past ``cnt`` repeat token ``g``."""
+    for t in range(TOKENS):
+        j = g + t if t < cnt else g
+        zr[t] = X[j, 0]
+        zi[t] = X[j, 1]
 
 
 @jit
@@ -416,8 +430,10 @@ def locations(X: np.ndarray) -> np.ndarray:
     compiled loop: its ``arctan2`` and ``hypot`` are vectorised (1.3x faster
     than a Numba loop of libm calls at n = 1e6 on an AVX-512 host)."""
     loc = np.empty((X.shape[0], 2))
-    loc[:, 0] = np.arctan2(np.hypot(X[:, 0], X[:, 1]), X[:, 2])
-    loc[:, 1] = np.arctan2(X[:, 1], X[:, 0]) % (2 * np.pi)
+    np.arctan2(np.hypot(X[:, 0], X[:, 1]), X[:, 2], out=loc[:, 0])
+    phi = np.arctan2(X[:, 1], X[:, 0])
+    phi += np.where(phi < 0.0, 2 * np.pi, 0.0)  # the bits of ``% (2 pi)``, -0 to +0 too
+    loc[:, 1] = phi
     return loc
 
 
@@ -482,17 +498,21 @@ def sphere_truncation(b: float, tol: float, mass_ratio: float) -> int:
     return max(int(over[0]) - 1 if over.size else count - 1, 1)
 
 
-#: threads that run the S^2 transforms side by side (made on first use).
-_POOL = None
+#: ``(pid, pool)``: the threads that run the S^2 transforms side by side (made
+#: on first use in each process: a forked child has none of its parent's threads).
+_POOL: tuple = (None, None)
 
 
 def _pool():
     global _POOL
-    if _POOL is None:
+    import os
+
+    if _POOL[0] != os.getpid():
         from concurrent.futures import ThreadPoolExecutor
 
-        _POOL = ThreadPoolExecutor(max_workers=3, thread_name_prefix="particles-sht")
-    return _POOL
+        _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=3,
+                                                 thread_name_prefix="particles-sht"))
+    return _POOL[1]
 
 
 def _run(jobs, nthreads: int) -> list:

@@ -90,7 +90,8 @@ def test_rbf_and_scaled_qk_are_served():
 
 def test_circle_kernel_matches_its_numpy_twin():
     rng = np.random.default_rng(5)
-    for n, beta in ((1, 3.0), (2500, 9.0)):  # several moment blocks
+    # one token, one lane past TOKENS, several moment blocks with a part-filled last lane group
+    for n, beta in ((1, 3.0), (spectral.TOKENS + 1, 5.0), (2500, 9.0)):
         X = _tokens(rng, n, 2)
         config = SimulationConfig(n=n, d=2, beta=beta, masses=rng.uniform(0.5, 2, n),
                                   summation="spectral")
