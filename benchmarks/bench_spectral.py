@@ -10,9 +10,9 @@ Direct sums too slow to run (``--direct-max`` pairs) are extrapolated from the
 largest measured one by ``n^2`` and marked ``~``.  Then the direct/spectral
 crossover per dimension (the least n where the spectral drift is the
 faster), S^2 at n = 1e6 on two threads (wall clock: the syntheses side by
-side), and Euler steps of runs at the mean-field scale (n = 1e6,
-``positions="none"``, the host's threads; a six-step run less a one-step
-run, so without the run's start-up) in a child process, with its peak memory.
+side), and Euler steps at the mean-field scale (n = 1e6, the host's
+threads: the runner's steps, a run's set-up apart) in a child process, with
+its peak memory.
 
 Usage::
 
@@ -83,28 +83,36 @@ def tokens(rng, n: int, d: int) -> np.ndarray:
 
 STEP = """
 import resource, time, numpy as np
-from particles import simulate
-kw = dict(integrator="euler", dt=0.1, positions="none", observables=("order",), seed=1,
-          summation="spectral")
-simulate(2000, {d}, {beta}, T=0.1, **kw)  # compile or load
-wall = []
-for T in (0.1, 0.6):  # one step, six steps: the difference is five steps without start-up
+from particles.config import SimulationConfig
+from particles.engine import integrate
+from particles.models import build_problem
+from particles.runs.initial import initial_tokens
+
+def problem(n):
+    config = SimulationConfig(n=n, d={d}, beta={beta}, integrator="euler", dt=0.1, seed=1,
+                              positions="none", observables=("order",), summation="spectral")
+    return build_problem(config, initial_tokens(config, None))
+
+grid = np.array([0.0, 0.5])  # five steps
+for _ in integrate(problem(2000), "euler", grid, None, dt=0.1): pass  # compile or load
+run = problem({n})
+best = np.inf
+for _ in range(3):
     t = time.perf_counter()
-    simulate({n}, {d}, {beta}, T=T, **kw)
-    wall.append(time.perf_counter() - t)
-print((wall[1] - wall[0]) / 5, wall[0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
+    for _ in integrate(run, "euler", grid, None, dt=0.1): pass
+    best = min(best, time.perf_counter() - t)
+print(best / 5, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
 """
 
 
 def step_row(d: int, beta: float, n: int) -> str:
-    """Seconds per Euler step of a run (wall clock, the host's threads; five
-    steps' difference, the run's start-up apart), the start-up and peak GiB."""
+    """Seconds per Euler step (wall clock, the host's threads; best of three
+    five-step integrations of one problem, its set-up apart) and peak GiB."""
     out = subprocess.run([sys.executable, "-c", STEP.format(d=d, beta=beta, n=n)],
                          capture_output=True, text=True, check=True).stdout.split()
-    step, first, peak = float(out[0]), float(out[1]), float(out[2])
-    return (f"| {d} | {beta:g} | {n} | Euler step (run, {numba.config.NUMBA_NUM_THREADS} "
-            f"threads; a one-step run took {first:.2f} s) | | | {step:.3f} | | "
-            f"peak {peak:.2f} GiB |")
+    step, peak = float(out[0]), float(out[1])
+    return (f"| {d} | {beta:g} | {n} | Euler step ({numba.config.NUMBA_NUM_THREADS} threads) "
+            f"| | | {step:.3f} | | peak {peak:.2f} GiB |")
 
 
 def crossover(d: int, beta: float, rng) -> str:
