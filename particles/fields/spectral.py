@@ -15,20 +15,27 @@ attention sum is a convolution on the sphere with the profile
       D_i = sum_j m_j f(<x_i, x_j>)     = sum_k a_k z_i^k conj(S_k),
       N_i = sum_j m_j f(<x_i, x_j>) z_j = sum_k a_k z_i^k S_{1-k},
 
-  ``O(n K)`` per evaluation in one compiled loop (:func:`circle_sums_reference`
-  is its NumPy twin).
+  ``O(n K)`` per evaluation in one compiled loop that keeps :data:`TOKENS`
+  tokens side by side (vectorised; :func:`circle_sums_reference` is its
+  NumPy twin).
 * **S^2** (d = 3): ``f(t) = sum_l (2l + 1) i_l(b) e^{-b} P_l(t)`` (Funk-Hecke;
   ``i_l`` the modified spherical Bessel function) and ``P_l(<x, y>) = 4 pi /
-  (2l + 1) sum_m Y_lm(x) Y_lm(y)^*``: the four sums ``D_i`` and ``N_i`` (maps
-  ``m_j`` and ``m_j x_j``) are an adjoint spherical-harmonic transform at the
-  token positions, a multiplication by ``4 pi i_l(b) e^{-b}`` per degree, and a
-  synthesis back at the positions (``ducc0.sht.experimental``'s
-  ``adjoint_synthesis_general`` / ``synthesis_general``): ``O(n + L^2 log L)``.
+  (2l + 1) sum_m Y_lm(x) Y_lm(y)^*``: ``D_i`` is an adjoint
+  spherical-harmonic transform of the masses at the token positions, a
+  multiplication by ``4 pi i_l(b) e^{-b}`` per degree, and a synthesis back at
+  the positions (``ducc0.sht.experimental``'s ``adjoint_synthesis_general`` /
+  ``synthesis_general``): ``O(n + L^2 log L)``.  ``N_i`` needs no transform of
+  its own: ``f' = b f``, so its tangential part is ``grad D / b`` (a gradient
+  synthesis of the same coefficients) and its radial part ``R_i = <x_i, N_i>``
+  the sum of the zonal profile ``t f(t)`` (per degree ``4 pi i_l'(b) e^{-b}``):
+  one adjoint transform and three syntheses (:func:`sphere_transforms`; four
+  pairs before), ``N_i = G_i + R_i x_i``.
 
 Then SA gives ``y_i = V N_i / D_i`` and USA ``y_i = V N_i e^{b + log g - c} / N``
 (``g`` the kernel's constant factor, ``c`` the USA shift, ``N`` the total mass).
 
-**Truncation** (:func:`truncation`).  The coefficients are positive and sum to
+**Truncation** (:func:`truncation`; S^2 :func:`sphere_truncation`, which
+bounds the radial and tangential series too).  The coefficients are positive and sum to
 ``f(1) = 1``; ``D_i >= m_i`` (the token's own term), and ``|z_i^k| = |P_l| <= 1``,
 so cutting the series after ``K`` (or ``L``) terms moves ``D_i`` and ``N_i`` by
 at most ``tail * N`` and every ``y_i`` by at most ``2 tail N / m_i`` in the
@@ -50,7 +57,8 @@ configurations from ``b = 0.1`` to 700 at ``tol = 1e-12``).
 stages leave the sphere (rk4, heun, dopri5 evaluate the field at ambient
 points ``x + h k``) see another extension of the field there than the
 direct sums' ``exp(beta <x_i, x_j>)`` of non-unit vectors (the circle's
-moments carry ``|z|^k``, the S^2 transforms only the directions).  Both
+moments carry ``|z|^k``; S^2 sees only the directions: ``N_i`` sums the
+unit ``x_j``).  Both
 extend the same field on the sphere, so the two trajectories agree to the
 integrator's own error (rk4: 2.6e-7 at dt = 0.1 and 1.6e-8 at dt = 0.05
 over t = 20, n = 48, beta = 4, the h^4 ratio), not to ``tol``; the Euler
@@ -60,6 +68,7 @@ round-off (5e-15 and 9e-15 there).
 
 from __future__ import annotations
 
+import itertools
 import math
 from functools import cache
 
@@ -73,6 +82,9 @@ from particles.protocols import RunSpec
 #: tokens per block of the circle's moments: fixed, so that the moments are
 #: summed in the same order (the same bits) by one thread or many.
 BLOCK = 1024
+#: tokens the circle's loops keep side by side, vectorised across them (32 ran
+#: 1.1x faster than 16, 64 or 128 on an AVX-512 host: 4 vectors of 8).
+TOKENS = 32
 #: rounding error of a summed series relative to the sum of its terms' sizes
 #: (see the module docstring; measured errors stay 10-50x below it).
 RHO = 64 * np.finfo(np.float64).eps
@@ -135,7 +147,30 @@ def refusal(config: RunSpec) -> str | None:
     Q, K = qk.draw(None, config.d, config.matrix("Q"), config.matrix("K"))
     d = config.d
     why = zonal_profile(config, np.reshape(Q, (-1, d, d))[0], np.reshape(K, (-1, d, d))[0])
-    return why if isinstance(why, str) else None
+    if isinstance(why, str):
+        return why
+    return _batch_refusal(config)
+
+
+def _batch_refusal(config: RunSpec) -> str | None:
+    """Why a batch on S^2 is not served (a phrase), or None: where :func:`costs`
+    puts the transforms above the direct sums.  Below that size a system's
+    transforms are mostly Python and ducc0's set-up, which hold the
+    interpreter, so a batch's systems run them one after another (n = 64:
+    about 100x the direct sums' time, which run on every thread)."""
+    if config.d != 3 or (config.batch or 1) == 1:
+        return None
+    direct, spec = costs(config.n, 3, degree(config))
+    if spec <= direct:
+        return None
+    L = degree(config)
+    least = config.n
+    while costs(least, 3, L)[1] > costs(least, 3, L)[0]:
+        least = int(least * 1.05) + 1
+    least = int(float(f"{least:.2g}"))
+    return (f"of a batch on S^2 would be {spec / direct:.0f}x slower than the direct sums at "
+            f"n = {config.n} (its transforms hold the interpreter there; it pays from "
+            f"n of about {least})")
 
 
 # ------------------------------------------------------------ coefficients
@@ -196,7 +231,10 @@ def degree(config: RunSpec) -> int:
     Q, K, _ = draw_layer(config, 0)
     b, _ = profile(config, Q[0], K[0])
     m = config.mass_array()
-    return truncation(b, config.d, float(config.tol), float(m.sum() / m.min()))[0]
+    ratio = float(m.sum() / m.min())
+    if config.d == 3:
+        return sphere_truncation(b, float(config.tol), ratio)
+    return truncation(b, 2, float(config.tol), ratio)[0]
 
 
 # ------------------------------------------------------------ the circle
@@ -206,6 +244,12 @@ def _circle_spectral(X, p, out, ws):
     ``p = (V, m, a, b, normalized, factor, inv_mass, v_identity, tol)`` with
     ``a`` the weights ``a_0..a_K``; ``ws`` float64 scratch of
     :func:`circle_workspace` floats (independent of the threads).
+
+    Both passes keep :data:`TOKENS` tokens side by side, so that the loops
+    over them vectorise (each token's powers ``z^k`` are a serial recurrence):
+    the moments in per-lane partial sums combined in a fixed order at the end
+    of each block, the series of every token in order of ``k`` as one token
+    alone would sum it.
     """
     V, m, a, b, normalized, factor, inv_mass, v_identity, tol = p
     n = X.shape[0]
@@ -214,18 +258,37 @@ def _circle_spectral(X, p, out, ws):
     nb = (n + BLOCK - 1) // BLOCK
     width = 2 * nm
     for blk in prange(nb):
-        off = width * blk
-        for k in range(width):
-            ws[off + k] = 0.0
-        for j in range(blk * BLOCK, min(n, (blk + 1) * BLOCK)):
-            zr = X[j, 0]
-            zi = X[j, 1]
-            pr = m[j]
-            pi = 0.0
+        acc_r = np.zeros((nm, TOKENS))
+        acc_i = np.zeros((nm, TOKENS))
+        zr = np.empty(TOKENS)
+        zi = np.empty(TOKENS)
+        pr = np.empty(TOKENS)
+        pi = np.empty(TOKENS)
+        hi = min(n, (blk + 1) * BLOCK)
+        for g in range(blk * BLOCK, hi, TOKENS):
+            cnt = min(TOKENS, hi - g)
+            _lanes(X, g, cnt, zr, zi)
+            for t in range(TOKENS):  # lanes past the end carry mass 0
+                pr[t] = m[g + t] if t < cnt else 0.0
+                pi[t] = 0.0
             for k in range(nm):
-                ws[off + 2 * k] += pr
-                ws[off + 2 * k + 1] += pi
-                pr, pi = pr * zr - pi * zi, pr * zi + pi * zr
+                ar = acc_r[k]
+                ai = acc_i[k]
+                for t in range(TOKENS):
+                    ar[t] += pr[t]
+                    ai[t] += pi[t]
+                    qr = pr[t] * zr[t] - pi[t] * zi[t]
+                    pi[t] = pr[t] * zi[t] + pi[t] * zr[t]
+                    pr[t] = qr
+        off = width * blk
+        for k in range(nm):  # the lanes in order: the same bits for any threads
+            sr = 0.0
+            si = 0.0
+            for t in range(TOKENS):
+                sr += acc_r[k, t]
+                si += acc_i[k, t]
+            ws[off + 2 * k] = sr
+            ws[off + 2 * k + 1] = si
     tot = width * nb
     for k in range(width):
         s = 0.0
@@ -237,40 +300,71 @@ def _circle_spectral(X, p, out, ws):
     C = a[0] * M  # the sum of the series' term sizes (rounding, module docstring)
     for k in range(1, K + 1):
         C += 2.0 * a[k] * math.sqrt(S[2 * k] ** 2 + S[2 * k + 1] ** 2)
-    for i in prange(n):
-        zr = X[i, 0]
-        zi = X[i, 1]
-        D = a[0] * M
-        Nr = a[0] * S[2]
-        Ni = a[0] * S[3]
-        wr = 1.0
-        wi = 0.0
-        for k in range(1, K + 1):
-            wr, wi = wr * zr - wi * zi, wr * zi + wi * zr  # z_i^k
-            ak = a[k]
-            # D += 2 a_k Re(w conj(S_k))
-            D += 2.0 * ak * (wr * S[2 * k] + wi * S[2 * k + 1])
-            # N += a_k (w conj(S_{k-1}) + conj(w) S_{k+1})
-            sr = S[2 * k - 2]
-            si = S[2 * k - 1]
-            tr = S[2 * k + 2]
-            ti = S[2 * k + 3]
-            Nr += ak * ((wr * sr + wi * si) + (wr * tr + wi * ti))
-            Ni += ak * ((wi * sr - wr * si) + (wr * ti - wi * tr))
-        if not RHO * C <= tol * D:
-            D, Nr, Ni = _direct_row(X, m, b, i)
-        if normalized:
-            y0 = Nr / D
-            y1 = Ni / D
-        else:
-            y0 = Nr * factor * inv_mass
-            y1 = Ni * factor * inv_mass
-        if v_identity:
-            out[i, 0] = y0
-            out[i, 1] = y1
-        else:
-            out[i, 0] = V[0, 0] * y0 + V[0, 1] * y1
-            out[i, 1] = V[1, 0] * y0 + V[1, 1] * y1
+    for blk in prange(nb):
+        zr = np.empty(TOKENS)
+        zi = np.empty(TOKENS)
+        wr = np.empty(TOKENS)
+        wi = np.empty(TOKENS)
+        Dv = np.empty(TOKENS)
+        Nrv = np.empty(TOKENS)
+        Niv = np.empty(TOKENS)
+        hi = min(n, (blk + 1) * BLOCK)
+        for g in range(blk * BLOCK, hi, TOKENS):
+            cnt = min(TOKENS, hi - g)
+            _lanes(X, g, cnt, zr, zi)
+            for t in range(TOKENS):
+                wr[t] = 1.0
+                wi[t] = 0.0
+                Dv[t] = a[0] * M
+                Nrv[t] = a[0] * S[2]
+                Niv[t] = a[0] * S[3]
+            for k in range(1, K + 1):
+                ak = a[k]
+                ur = S[2 * k]
+                ui = S[2 * k + 1]
+                sr = S[2 * k - 2]
+                si = S[2 * k - 1]
+                tr = S[2 * k + 2]
+                ti = S[2 * k + 3]
+                for t in range(TOKENS):
+                    vr = wr[t] * zr[t] - wi[t] * zi[t]  # z^k
+                    vi = wr[t] * zi[t] + wi[t] * zr[t]
+                    wr[t] = vr
+                    wi[t] = vi
+                    # D += 2 a_k Re(w conj(S_k))
+                    Dv[t] += 2.0 * ak * (vr * ur + vi * ui)
+                    # N += a_k (w conj(S_{k-1}) + conj(w) S_{k+1})
+                    Nrv[t] += ak * ((vr * sr + vi * si) + (vr * tr + vi * ti))
+                    Niv[t] += ak * ((vi * sr - vr * si) + (vr * ti - vi * tr))
+            for t in range(cnt):
+                i = g + t
+                D = Dv[t]
+                Nr = Nrv[t]
+                Ni = Niv[t]
+                if not RHO * C <= tol * D:
+                    D, Nr, Ni = _direct_row(X, m, b, i)
+                if normalized:
+                    y0 = Nr / D
+                    y1 = Ni / D
+                else:
+                    y0 = Nr * factor * inv_mass
+                    y1 = Ni * factor * inv_mass
+                if v_identity:
+                    out[i, 0] = y0
+                    out[i, 1] = y1
+                else:
+                    out[i, 0] = V[0, 0] * y0 + V[0, 1] * y1
+                    out[i, 1] = V[1, 0] * y0 + V[1, 1] * y1
+
+
+@jit
+def _lanes(X, g, cnt, zr, zi):
+    """Tokens ``g .. g + cnt`` of X (n, 2) into the lanes ``zr, zi`` (:data:`TOKENS`,);
+    the lanes past ``cnt`` repeat token ``g``."""
+    for t in range(TOKENS):
+        j = g + t if t < cnt else g
+        zr[t] = X[j, 0]
+        zi[t] = X[j, 1]
 
 
 @jit
@@ -332,10 +426,14 @@ def _alm_degrees(L: int) -> np.ndarray:
 
 def locations(X: np.ndarray) -> np.ndarray:
     """``(colatitude, longitude)`` (n, 2) of tokens X (n, 3), as ducc0 takes them
-    (the colatitude by ``arctan2``: accurate at the poles)."""
+    (the colatitude by ``arctan2``: accurate at the poles).  NumPy, not a
+    compiled loop: its ``arctan2`` and ``hypot`` are vectorised (1.3x faster
+    than a Numba loop of libm calls at n = 1e6 on an AVX-512 host)."""
     loc = np.empty((X.shape[0], 2))
-    loc[:, 0] = np.arctan2(np.hypot(X[:, 0], X[:, 1]), X[:, 2])
-    loc[:, 1] = np.arctan2(X[:, 1], X[:, 0]) % (2 * np.pi)
+    np.arctan2(np.hypot(X[:, 0], X[:, 1]), X[:, 2], out=loc[:, 0])
+    phi = np.arctan2(X[:, 1], X[:, 0])
+    phi += np.where(phi < 0.0, 2 * np.pi, 0.0)  # the bits of ``% (2 pi)``, -0 to +0 too
+    loc[:, 1] = phi
     return loc
 
 
@@ -350,50 +448,225 @@ def direct_rows(X: np.ndarray, m: np.ndarray, b: float, rows: np.ndarray, D: np.
         N[block] = W @ X
 
 
-def sphere_sums(X: np.ndarray, m: np.ndarray, c: np.ndarray, eps: float,
-                nthreads: int) -> np.ndarray:
-    """``[D, N_x, N_y, N_z]`` (4, n) of tokens X (n, 3) with masses m (n,) by
-    spherical-harmonic transforms at the tokens (ducc0); ``c`` (L + 1,) the
-    per-degree factors ``4 pi i_l(b) e^{-b}``, ``eps`` the transforms' accuracy."""
+def sphere_factors(b: float, count: int) -> np.ndarray:
+    """Per-degree factors (3, count) of the S^2 sums from the masses' transform:
+    ``D`` (``4 pi i_l(b) e^{-b}``), the radial part ``R = <x, N>`` (the profile
+    ``t f(t)``: ``4 pi i_l'(b) e^{-b}``) and the tangential part of ``N``
+    (``grad D / b``: ``4 pi i_l(b) e^{-b} / b``, gradients of ``Y_lm``).
+
+    ``i_l' = (l i_{l-1} + (l + 1) i_{l+1}) / (2l + 1)`` (all terms positive),
+    and below ``b = 1`` ``i_l / b = (i_{l-1} - i_{l+1}) / (2l + 1)`` (no
+    division by a small ``b``; exact at ``b = 0``).
+    """
+    ell = np.arange(count, dtype=np.float64)
+    e = np.zeros(count + 1)  # e^{-b} i_l(b), l = 0..count
+    if b == 0.0:
+        e[0] = 1.0
+    else:
+        e[:] = np.sqrt(np.pi / (2 * b)) * special.ive(np.arange(count + 1) + 0.5, b)
+    lower = np.concatenate([[0.0], e[:count - 1]])  # e_{l-1} (its l = 0 factor is 0)
+    upper = e[1:]
+    out = np.empty((3, count))
+    out[0] = e[:count]
+    out[1] = (ell * lower + (ell + 1) * upper) / (2 * ell + 1)
+    out[2] = e[:count] / b if b >= 1.0 else (lower - upper) / (2 * ell + 1)
+    out[2, 0] = 0.0  # Y_00 has no gradient
+    return 4 * np.pi * out
+
+
+@cache
+def sphere_truncation(b: float, tol: float, mass_ratio: float) -> int:
+    """The degree ``L`` of the S^2 transforms: the least whose omitted terms
+    move ``D_i`` by at most ``tol N / (2 mass_ratio)`` and the vector ``N_i``
+    (radial plus tangential part) by at most as much.
+
+    Each degree's worst case per unit mass: ``D`` ``(2l + 1) i_l e^{-b}``
+    (``|P_l| <= 1``), ``R`` ``(2l + 1) i_l' e^{-b}``, the tangential part
+    ``(2l + 1) i_l e^{-b} sqrt(l (l + 1)) / b`` (``|P_l^1| <= sqrt(l (l + 1))``).
+    Usually one degree above :func:`truncation`'s.
+    """
+    bound = tol / (2.0 * mass_ratio)
+    count = int(60 + 40 * math.sqrt(b) + 2 * math.log(max(mass_ratio, 1.0)))
+    fac = sphere_factors(b, count) * (2 * np.arange(count) + 1) / (4 * np.pi)
+    fac[2] *= np.sqrt(np.arange(count) * (np.arange(count) + 1.0))
+
+    def tails(w):
+        return np.cumsum(w[::-1])[::-1]  # tails[k] = sum of w from k on
+
+    ok = (tails(fac[0]) <= bound) & (tails(fac[1]) + tails(fac[2]) <= bound)
+    over = np.nonzero(ok)[0]
+    return max(int(over[0]) - 1 if over.size else count - 1, 1)
+
+
+#: ``(pid, pool)``: the threads that run the S^2 transforms side by side (made
+#: on first use in each process: a forked child has none of its parent's threads).
+_POOL: tuple = (None, None)
+
+
+def _pool():
+    global _POOL
+    import os
+
+    if _POOL[0] != os.getpid():
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=3,
+                                                 thread_name_prefix="particles-sht"))
+    return _POOL[1]
+
+
+def _run(jobs, nthreads: int) -> list:
+    """Results of ``jobs`` (callables), side by side on the pool when ``nthreads > 1``."""
+    if nthreads > 1:
+        return list(_pool().map(lambda job: job(), jobs))
+    return [job() for job in jobs]
+
+
+def sphere_transforms(loc: np.ndarray, m: np.ndarray, factors: np.ndarray, eps: float,
+                      nthreads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(D, R, G)``: the sums ``D`` (n,), the radial part ``R = <x, N>`` (n,)
+    and the tangential part ``G`` (2, n) of ``N`` (its ``theta``, ``phi``
+    components) at the tokens' locations ``loc`` (n, 2), masses m (n,).
+
+    One adjoint transform of the masses, then three syntheses of it scaled
+    per degree by ``factors`` (3, L + 1) (:func:`sphere_factors`; the
+    tangential part as the gradient of a scalar, ducc0's ``DERIV1``).  Each
+    transform runs on one thread (ducc0's threads sum in an order that
+    depends on their number); with ``nthreads > 1`` the syntheses run side
+    by side (ducc0 releases the interpreter): the same bits.
+    """
     import ducc0
 
     sht = ducc0.sht.experimental
-    L = c.shape[0] - 1
+    L = factors.shape[1] - 1
+    kw = dict(lmax=L, loc=loc, epsilon=eps, nthreads=1)
+    alm = sht.adjoint_synthesis_general(spin=0, map=np.ascontiguousarray(m)[None], **kw)
+    scaled = alm * factors[:, _alm_degrees(L)]  # (3, nalm)
+    G, D, R = _run([  # the gradient (two maps) first: it takes the longest
+        lambda: sht.synthesis_general(alm=scaled[2:], spin=1, mode="DERIV1", **kw),
+        lambda: sht.synthesis_general(alm=scaled[:1], spin=0, **kw)[0],
+        lambda: sht.synthesis_general(alm=scaled[1:2], spin=0, **kw)[0]], nthreads)
+    return D, R, G
+
+
+def assemble(X: np.ndarray, loc: np.ndarray, R: np.ndarray, G: np.ndarray) -> np.ndarray:
+    """``N = G_theta e_theta + G_phi e_phi + R x`` (n, 3) at the directions of
+    X (n, 3) (``loc`` their :func:`locations`), ``R`` (n,), ``G`` (2, n); the
+    NumPy twin of :func:`finish_kernel`'s sums."""
+    q = X[:, 0] * X[:, 0] + X[:, 1] * X[:, 1]
+    rho = np.sqrt(q)
+    inv_r = 1.0 / np.sqrt(q + X[:, 2] * X[:, 2])
+    pole = rho == 0.0
+    inv_rho = 1.0 / np.where(pole, 1.0, rho)
+    # the longitude's cosine and sine; on the axis those of the longitude ducc0 saw
+    cp = np.where(pole, np.cos(loc[:, 1]), X[:, 0] * inv_rho)
+    sp = np.where(pole, np.sin(loc[:, 1]), X[:, 1] * inv_rho)
+    ct = X[:, 2] * inv_r
+    st = rho * inv_r
+    g0 = G[0]
+    g1 = G[1]
+    N = np.empty_like(X)
+    N[:, 0] = (g0 * ct) * cp - g1 * sp + (R * st) * cp
+    N[:, 1] = (g0 * ct) * sp + g1 * cp + (R * st) * sp
+    N[:, 2] = R * ct - g0 * st
+    return N
+
+
+def _finish(X, loc, D, R, G, V, normalized, scale, v_identity, out):
+    """Attention output ``out`` (n, 3) from the transforms' ``D, R, G``
+    (:func:`assemble`, then ``V N / D`` or ``V N scale``), compiled."""
+    for i in range(X.shape[0]):
+        x0 = X[i, 0]
+        x1 = X[i, 1]
+        x2 = X[i, 2]
+        q = x0 * x0 + x1 * x1
+        rho = math.sqrt(q)
+        inv_r = 1.0 / math.sqrt(q + x2 * x2)
+        if rho == 0.0:
+            cp = math.cos(loc[i, 1])
+            sp = math.sin(loc[i, 1])
+        else:
+            inv_rho = 1.0 / rho
+            cp = x0 * inv_rho
+            sp = x1 * inv_rho
+        ct = x2 * inv_r
+        st = rho * inv_r
+        g0 = G[0, i]
+        g1 = G[1, i]
+        ri = R[i]
+        n0 = (g0 * ct) * cp - g1 * sp + (ri * st) * cp
+        n1 = (g0 * ct) * sp + g1 * cp + (ri * st) * sp
+        n2 = ri * ct - g0 * st
+        w = 1.0 / D[i] if normalized else scale
+        y0 = n0 * w
+        y1 = n1 * w
+        y2 = n2 * w
+        if v_identity:
+            out[i, 0] = y0
+            out[i, 1] = y1
+            out[i, 2] = y2
+        else:
+            for k in range(3):
+                out[i, k] = V[k, 0] * y0 + V[k, 1] * y1 + V[k, 2] * y2
+
+
+finish_kernel = specialize(_finish, "cached", cache=True, nogil=True)
+
+
+def sphere_sums(X: np.ndarray, m: np.ndarray, factors: np.ndarray,
+                eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(D, N)`` (n,) and (n, 3) of tokens X (n, 3) with masses m (n,) by
+    :func:`sphere_transforms`, in NumPy (the twin of the compiled drift)."""
     loc = locations(X)
-    scale = c[_alm_degrees(L)]
-    out = np.empty((4, X.shape[0]))
-    for r in range(4):
-        f = m if r == 0 else m * X[:, r - 1]
-        alm = sht.adjoint_synthesis_general(lmax=L, spin=0, map=f[None], loc=loc,
-                                            epsilon=eps, nthreads=nthreads)
-        alm *= scale
-        sht.synthesis_general(alm=alm, spin=0, lmax=L, loc=loc, epsilon=eps,
-                              nthreads=nthreads, map=out[r:r + 1])
-    return out
+    D, R, G = sphere_transforms(loc, m, factors, eps)
+    return D, assemble(X, loc, R, G)
+
+
+def _chunks(n: int, nthreads: int) -> list[tuple[int, int]]:
+    """``nthreads`` contiguous row ranges covering ``range(n)``."""
+    edges = [n * k // max(1, nthreads) for k in range(max(1, nthreads) + 1)]
+    return list(itertools.pairwise(edges))
+
+
+def _host_threads() -> int:
+    """Threads for one system's transforms: the package's (Numba's) setting on
+    the main thread; one inside a batch's parallel region, whose threads run
+    the systems side by side."""
+    import threading
+
+    import numba
+
+    return numba.get_num_threads() if threading.current_thread() is threading.main_thread() else 1
 
 
 def _sphere_host(X, p, out):
-    """The S^2 drift in Python (ducc0), called from compiled code (``objmode``).
-
-    The transforms run on one thread: ducc0's threads sum in an order that
-    depends on their number (1e-16 relative apart), and a run's bits must not
-    (one thread took 1.6x the time of two at n = 1e6 on these machines).
-    """
+    """The S^2 drift in Python (ducc0), called from compiled code (``objmode``)."""
     V, m, c, b, normalized, factor, inv_mass, v_identity, tol = p
-    eps = max(DUCC_EPS_MIN, tol / 10.0)
-    sums = sphere_sums(X, m, c, eps, 1)
-    D, Nv = sums[0], sums[1:].T
-    M = float(m.sum())
-    direct_rows(X, m, b, np.nonzero(~(RHO * M <= tol * D))[0], D, Nv)
-    y = Nv / D[:, None] if normalized else Nv * (factor * inv_mass)
-    out[:] = y if v_identity else y @ V.T
+    n = X.shape[0]
+    threads = _host_threads()
+    parts = _chunks(n, threads)  # rows: each computed alone, the same bits for any split
+    locs = _run([lambda lo=lo, hi=hi: locations(X[lo:hi]) for lo, hi in parts], threads)
+    loc = locs[0] if len(locs) == 1 else np.concatenate(locs)
+    D, R, G = sphere_transforms(loc, m, c, max(DUCC_EPS_MIN, tol / 10.0), threads)
+    scale = factor * inv_mass
+    _run([lambda lo=lo, hi=hi: finish_kernel(X[lo:hi], loc[lo:hi], D[lo:hi], R[lo:hi],
+                                             G[:, lo:hi], V, normalized, scale, v_identity,
+                                             out[lo:hi]) for lo, hi in parts], threads)
+    rows = np.nonzero(~(RHO * float(m.sum()) <= tol * D))[0]
+    if rows.size:  # the series cannot resolve these rows: sum them directly
+        Dr = np.empty(n)
+        Nr = np.empty((n, 3))
+        direct_rows(X, m, b, rows, Dr, Nr)
+        y = Nr[rows] / Dr[rows, None] if normalized else Nr[rows] * scale
+        out[rows] = y if v_identity else y @ V.T
 
 
 @jit
 def sphere_drift(X, p, out, ws):
     """Attention output ``out`` (n, 3) of tokens ``X`` (n, 3) on S^2 by
     spherical-harmonic transforms (``p`` as the circle's, with ``c`` the
-    per-degree factors ``4 pi i_l(b) e^{-b}``); one drift for every layout."""
+    per-degree factors (3, L + 1) of :func:`sphere_factors`); one drift for
+    every layout."""
     with objmode():
         _sphere_host(X, p, out)
 
@@ -414,10 +687,10 @@ def params(config: RunSpec, Q: np.ndarray, K: np.ndarray, V: np.ndarray,
     b, log_g = profile(config, Q, K)
     m = np.ascontiguousarray(config.mass_array(), dtype=np.float64)
     M = float(m.sum())
-    deg, _ = truncation(b, config.d, float(config.tol), M / float(m.min()))
-    w = coefficients(b, config.d, deg + 1)
     if config.d == 3:
-        w = 4 * np.pi * w / (2 * np.arange(deg + 1) + 1)  # 4 pi i_l(b) e^{-b}
+        w = sphere_factors(b, sphere_truncation(b, float(config.tol), M / float(m.min())) + 1)
+    else:
+        w = coefficients(b, 2, truncation(b, 2, float(config.tol), M / float(m.min()))[0] + 1)
     factor = math.exp(b + log_g - usa_shift)
     return (np.ascontiguousarray(V, dtype=np.float64), m, np.ascontiguousarray(w), float(b),
             bool(normalized), factor, 1.0 / M, bool(v_identity), float(config.tol))
@@ -425,39 +698,45 @@ def params(config: RunSpec, Q: np.ndarray, K: np.ndarray, V: np.ndarray,
 
 def spectral_reference(config: RunSpec, X: np.ndarray, Q: np.ndarray, K: np.ndarray,
                        V: np.ndarray, normalized: bool, usa_shift: float) -> np.ndarray:
-    """The spectral attention output (n, d) in Python: the circle's NumPy twin
-    (:func:`circle_sums_reference`), or the S^2 transforms; rows the series
-    cannot resolve summed directly, as the drifts do."""
+    """The spectral attention output (n, d) in NumPy, the drifts' twin: the
+    circle's series (:func:`circle_sums_reference`) or the S^2 transforms
+    (:func:`sphere_sums`); rows the series cannot resolve summed directly."""
     p = params(config, Q, K, V, bool(np.all(V == np.eye(config.d))), normalized, usa_shift)
     Vm, m, w, b, _, factor, inv_mass, _, tol = p
     X = np.asarray(X, dtype=np.float64)
     if config.d == 3:
-        out = np.empty_like(X)
-        _sphere_host(X, p, out)
-        return out
-    D, N, C = circle_sums_reference(X, m, w)
+        D, N = sphere_sums(X, m, w, max(DUCC_EPS_MIN, tol / 10.0))
+        C = float(m.sum())
+    else:
+        D, N, C = circle_sums_reference(X, m, w)
     direct_rows(X, m, b, np.nonzero(~(RHO * C <= tol * D))[0], D, N)
-    y = N / D[:, None] if normalized else N * (factor * inv_mass)
+    y = N * (1.0 / D)[:, None] if normalized else N * (factor * inv_mass)
     return y @ Vm.T
 
 
 # ------------------------------------------------------------ the choice
 #: seconds per drift evaluation, one thread (benchmarks/bench_spectral.py on
 #: the 2-core development machines): direct ``DIRECT[d] n^2``; the circle's
-#: series ``CIRCLE n (K + 2)``; S^2 ``SPHERE_N n + SPHERE_L (L + 1)^2 log2(L + 2)``
-#: plus ``SPHERE_CALL`` (eight transforms and the Python call).
+#: series ``CIRCLE n (K + 2) + CIRCLE_CALL`` (its blocks' set-up: the kernel
+#: took 2-3 us at n = 16 on an AVX-512 host, where direct took 1.7 us); S^2
+#: ``SPHERE_N n + SPHERE_L (L + 1)^2 log2(L + 2) + SPHERE_CALL`` (four
+#: transforms and the Python call).  The spectral constants are those measured
+#: there before issue 40 divided by the before/now ratios of
+#: ``bench_spectral.py`` (circle 4.2x; S^2 1.7x per token, 2.2x per degree
+#: term, 1.2x per call): the same host scale as ``DIRECT``.
 DIRECT = {2: 2.5e-9, 3: 2.9e-9}
-CIRCLE = 6.5e-9
-SPHERE_N = 1.0e-6
-SPHERE_L = 1.0e-7
-SPHERE_CALL = 2.0e-4
+CIRCLE = 1.6e-9
+CIRCLE_CALL = 2.0e-6
+SPHERE_N = 6.0e-7
+SPHERE_L = 4.5e-8
+SPHERE_CALL = 1.7e-4
 
 
 def costs(n: int, d: int, K: int) -> tuple[float, float]:
     """``(direct, spectral)`` estimated seconds of one drift evaluation of one system."""
     direct = DIRECT[d] * n * n
     if d == 2:
-        return direct, CIRCLE * n * (K + 2)
+        return direct, CIRCLE * n * (K + 2) + CIRCLE_CALL
     return direct, SPHERE_N * n + SPHERE_L * (K + 1) ** 2 * math.log2(K + 2) + SPHERE_CALL
 
 

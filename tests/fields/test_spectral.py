@@ -90,13 +90,91 @@ def test_rbf_and_scaled_qk_are_served():
 
 def test_circle_kernel_matches_its_numpy_twin():
     rng = np.random.default_rng(5)
-    for n, beta in ((1, 3.0), (2500, 9.0)):  # several moment blocks
+    # one token, one lane past TOKENS, several moment blocks with a part-filled last lane group
+    for n, beta in ((1, 3.0), (spectral.TOKENS + 1, 5.0), (2500, 9.0)):
         X = _tokens(rng, n, 2)
         config = SimulationConfig(n=n, d=2, beta=beta, masses=rng.uniform(0.5, 2, n),
                                   summation="spectral")
         twin = spectral.spectral_reference(config, X, np.eye(2), np.eye(2), np.eye(2),
                                            True, 0.0)
         np.testing.assert_allclose(_evaluate(build_field(config), X), twin, rtol=0, atol=1e-14)
+
+
+def _with_poles(rng, n):
+    """Random tokens (n, 3) with the first four on the axis (both poles, a
+    signed zero) and one more, tokens off the sphere (an integrator's stage)."""
+    X = _tokens(rng, n, 3)
+    X[:4] = [[0.0, 0.0, 1.0], [0.0, 0.0, -1.0], [-0.0, 0.0, 1.0], [0.0, -0.0, -1.0]]
+    return X
+
+
+def test_sphere_kernels_match_their_numpy_twin():
+    """The compiled S^2 drift (one adjoint transform, three syntheses, the
+    compiled assembly) against :func:`spectral.sphere_sums` in NumPy: on the
+    sphere, at the poles and off it, with masses and a value matrix."""
+    rng = np.random.default_rng(11)
+    n = 2500
+    config = SimulationConfig(n=n, d=3, beta=6.0, masses=rng.uniform(0.5, 2, n),
+                              V=rng.normal(size=(3, 3)), summation="spectral")
+    X = _with_poles(rng, n)
+    for scale in (1.0, 1.1):
+        twin = spectral.spectral_reference(config, scale * X, np.eye(3), np.eye(3),
+                                           config.matrix("V"), True, 0.0)
+        got = _evaluate(build_field(config), scale * X)
+        np.testing.assert_allclose(got, twin, rtol=0, atol=1e-14 * np.abs(twin).max())
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_sphere_drift_at_the_poles_and_small_beta(beta):
+    """Tokens on the axis (where the longitude is arbitrary) and b < 1 (the
+    tangential factors by the Bessel recurrence; b = 0 exactly) equal the direct sums."""
+    rng = np.random.default_rng(12)
+    n = 200
+    X = _with_poles(rng, n)
+    for model in ("sa", "usa"):
+        config = SimulationConfig(n=n, d=3, beta=beta, model=model, summation="spectral")
+        ref = attention_reference(X, beta=beta, normalized=model == "sa")
+        assert _relative(_evaluate(build_field(config), X), ref) < TOL
+
+
+def test_sphere_truncation_bounds_every_series():
+    """The transforms' degree meets the bound for D, the radial and the
+    tangential parts (each degree's worst case, summed beyond L), and L - 1 does not."""
+    for b in (0.1, 0.9, 5.0, 100.0, 700.0):
+        for ratio in (1.0, 1e4):
+            L = spectral.sphere_truncation(b, 1e-12, ratio)
+            bound = 1e-12 / (2 * ratio)
+            count = L + 200
+            ell = np.arange(count)
+            f = spectral.sphere_factors(b, count) * (2 * ell + 1) / (4 * np.pi)
+            f[2] *= np.sqrt(ell * (ell + 1.0))
+            assert f[0, L + 1:].sum() <= bound and f[1:, L + 1:].sum() <= bound, (b, ratio)
+            assert f[0, L:].sum() > bound or f[1:, L:].sum() > bound or L == 1, (b, ratio)
+            d = f[0] / (2 * ell + 1) * 4 * np.pi  # 4 pi i_l e^{-b}, the profile's factors
+            np.testing.assert_allclose(d[:L], 4 * np.pi * spectral.coefficients(b, 3, L)
+                                       / (2 * ell[:L] + 1), rtol=1e-14)
+
+
+@pytest.mark.parallel
+def test_sphere_bits_do_not_depend_on_the_threads():
+    """The syntheses, locations and assembly run side by side on two threads,
+    each transform on one: the same bits as one thread."""
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one Numba thread here")
+    rng = np.random.default_rng(13)
+    X = _tokens(rng, 5000, 3)
+    field = build_field(SimulationConfig(n=5000, d=3, beta=4.0, summation="spectral"))
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = _evaluate(field, X)
+        numba.set_num_threads(2)
+        two = _evaluate(field, X)
+    finally:
+        numba.set_num_threads(threads)
+    np.testing.assert_array_equal(one, two)
 
 
 @pytest.mark.parallel
@@ -140,6 +218,7 @@ def test_degree_grows_like_sqrt_beta():
     (dict(K="minus_identity"), "non-negative multiple"),
     (dict(value_weights="wwt", weight_draws="independent", batch=2, seed=1),
      "one draw"),
+    (dict(d=3, batch=2), "batch on S\\^2 would be .*x slower than the direct sums"),
 ])
 def test_runs_it_cannot_serve_are_refused_naming_why(kw, needle):
     with pytest.raises(ConfigError, match=needle) as info:
@@ -190,7 +269,7 @@ def test_the_energy_through_the_series_equals_the_pair_sum(d):
     (2, "dopri5", {}),
     (3, "rk4", {"model": "usa", "usa_scale": "n_exp_beta"}),
     (2, "heun", {"noise": 0.3}),
-    (3, "euler", {"batch": 3}),
+    (3, "euler", {"batch": 3, "n": 600}),  # (smaller S^2 batches are refused)
     (3, "euler", {"value_weights": "wwt", "layer_time": 0.5}),  # V redrawn per layer
 ])
 def test_trajectories_equal_the_direct_method(d, integrator, extra):
@@ -199,7 +278,8 @@ def test_trajectories_equal_the_direct_method(d, integrator, extra):
     of rk4, heun and dopri5 off it see another extension of the field, so the
     trajectories agree to the integrator's error (small at these steps;
     dopri5: within its tolerance), the Euler layer's to round-off."""
-    n = 64
+    extra = dict(extra)
+    n = extra.pop("n", 64)
     kw = dict(integrator=integrator, T=2.0, dt=0.02, save_every=20, seed=4, **extra)
     if integrator == "dopri5":
         kw.update(rtol=1e-9, atol=1e-12, save_times=np.linspace(0, 2.0, 5))
@@ -221,8 +301,8 @@ def test_cli_records_the_choice_and_resumes(tmp_path):
     ok(invoke(*base, "--T", "1", "--out", part))
     ok(invoke(*base, "--T", "2", "--out", part, "--resume"))
     with h5py.File(whole) as fa, h5py.File(part) as fb:
-        assert fa["parameters"].attrs["summation_degree"] == spectral.truncation(
-            3.0, 3, 1e-10, 40.0)[0]
+        assert fa["parameters"].attrs["summation_degree"] == spectral.sphere_truncation(
+            3.0, 1e-10, 40.0)
         np.testing.assert_array_equal(fa["particles/tokens/position/value"][()],
                                       fb["particles/tokens/position/value"][()])
     usage_error(invoke("simulate", "--n", "4", "--d", "5", "--beta", "1", "--summation",
