@@ -99,7 +99,7 @@ import numpy as np
 
 from particles.config import SimulationConfig
 from particles.errors import TrajectoryFileError
-from particles.fields import spectral
+from particles.fields.summation import SUMMATIONS
 from particles.io.frames import FrameCounts, GroupWriter, clock_element
 from particles.io.hdf5 import (
     FLUSH_INTERVAL,
@@ -557,8 +557,9 @@ def write_config(params: h5py.Group, config: SimulationConfig) -> None:
     params.attrs["complete"] = np.int8(0)
     params.attrs["config"] = config.to_json()
     params.attrs["seed"] = str(config.seed)
-    if config.summation == "spectral":
-        params.attrs["summation_degree"] = np.int32(spectral.degree(config))
+    degree = SUMMATIONS[config.summation].degree
+    if degree is not None:
+        params.attrs["summation_degree"] = np.int32(degree(config))
 
 
 def _add_merge_events(f: h5py.File) -> h5py.Group:

@@ -14,7 +14,7 @@ tokens): after clusters form (2-5 distinct points in a metastable state), an
 evaluation costs ``O(k^2)``.
 
 Tokens are grouped when their chord distance is at most ``collapse_tol``
-(default :data:`particles.config.COLLAPSE_TOL`, four ulps of 1: positions
+(default :data:`particles.sphere.COLLAPSE_TOL`, four ulps of 1: positions
 that agree to round-off), at the start and at every save point; a group never splits.
 A group moves as its first token (the lowest index); its other tokens take
 that position at the save point where they join, a change of at most
@@ -40,10 +40,28 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
+from particles.errors import invalid
 from particles.fields.weights import is_random
 from particles.protocols import RunSpec
+from particles.sphere import COLLAPSE_TOL
 
-__all__ = ["distinct_rows", "groups", "refusal", "weighted"]
+__all__ = ["check", "distinct_rows", "groups", "refusal", "weighted"]
+
+#: the largest ``collapse_tol``: a chord that large merges tokens that are not one.
+MAX_COLLAPSE_TOL = 1e-3
+
+
+def check(spec: RunSpec) -> None:
+    """Refuse a ``collapse_tol`` above :data:`MAX_COLLAPSE_TOL`, or one set (not 0,
+    not the default) where collapsing is not exact (field ``collapse_tol``)."""
+    tol = spec.collapse_tol
+    if tol > MAX_COLLAPSE_TOL:
+        raise invalid("collapse_tol", "a chord distance in [0, 1e-3]", tol)
+    if tol not in (0.0, COLLAPSE_TOL):
+        why = refusal(spec)
+        if why is not None:
+            raise invalid("collapse_tol", f"0 or the default for this run (collapsing is "
+                          f"not exact: {why})", tol)
 
 
 def refusal(config: RunSpec) -> str | None:

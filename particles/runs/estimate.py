@@ -236,14 +236,13 @@ def config_evaluation_seconds(config: SimulationConfig, *, n: int | None = None)
         Tokens evaluated, where not ``config.n``: the distinct points of a run
         whose coincident tokens collapsed (:mod:`particles.models.collapse`).
     """
+    from particles.fields.summation import SUMMATIONS
     from particles.models import MODELS
 
     n = config.n if n is None else int(n)
-    if config.summation == "spectral":
-        from particles.fields import spectral
-
-        # the series' cost (fields.spectral.costs, measured like this module's)
-        return spectral.costs(n, config.d, spectral.degree(config))[1]
+    own = SUMMATIONS[config.summation].cost
+    if own is not None:  # a series' own cost model (fields.summation)
+        return own(config, n)
     sinkhorn = config.normalization == "sinkhorn"
     return evaluation_seconds(
         n=n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,

@@ -77,6 +77,7 @@ import numpy as np
 from particles.config import SimulationConfig
 from particles.engine import integrate, iter_frames
 from particles.errors import IntegrationError
+from particles.fields.summation import SUMMATIONS
 from particles.integrators import INTEGRATORS
 from particles.models import MODELS, build_problem, collapse
 from particles.runs.estimate import Estimate, config_evaluation_seconds, estimate
@@ -241,7 +242,7 @@ def _step_proxy(config: SimulationConfig, tokens: int) -> SimulationConfig:
     the run sums directly (see the module docstring)."""
     proxy = proxy_config(config, tokens).replace(until_clusters=None, max_wall=None,
                                                  merge_events=False)
-    if proxy.n < config.n and proxy.summation == "spectral":
+    if proxy.n < config.n and SUMMATIONS[proxy.summation].series:
         proxy = proxy.replace(summation="direct", tol=1e-12)
     if not config.collapses():  # an ensemble's tokens do not collapse, the proxy's would
         proxy = proxy.replace(collapse_tol=0.0)
@@ -502,7 +503,7 @@ def machine_speed(config: SimulationConfig, *, seconds: float = SPEED_SECONDS,
     """
     config = config.resolved()
     pairwise = MODELS[config.model].pairwise
-    spectral = config.summation == "spectral"
+    spectral = SUMMATIONS[config.summation].series
     tokens = (SPEED_SPECTRAL_TOKENS if spectral else SPEED_TOKENS) if pairwise \
         else SPEED_LINEAR_TOKENS
     proxy = proxy_config(config, tokens)
