@@ -349,9 +349,9 @@ class SimulationConfig:
         object.__setattr__(self, name, value)
 
     def collapses(self) -> bool:
-        """Whether coincident tokens are integrated as one (:mod:`particles.models.collapse`)."""
-        return self.collapse_tol > 0 and importlib.import_module(
-            "particles.models.collapse").refusal(self) is None
+        """Whether coincident tokens are integrated as one (:mod:`particles.models.collapse`;
+        the fact of its plan, :attr:`particles.plan.Facts.collapses`)."""
+        return importlib.import_module("particles.plan").facts(self).collapses
 
     # ----------------------------------------------------------------- views
     def matrix(self, name: str) -> np.ndarray:

@@ -51,6 +51,7 @@ from particles.integrators.driver import (
 from particles.integrators.noise import no_keys
 from particles.models import Hints, Problem, build_field, build_problem, collapse
 from particles.observables import observation
+from particles.plan import Controller, Plan, Saves, Start, Watch, plan
 from particles.progress import Progress
 from particles.seeds import init_rng, noise_keys, seed_sequences  # noqa: F401 (re-export)
 from particles.sphere.checks import unit_rows
@@ -235,34 +236,29 @@ def _frames(config: SimulationConfig, positions: np.ndarray, start: int, start_s
             step_counts: np.ndarray | None, progress: Callable[[float], None] | None,
             keys: np.ndarray | None) -> Iterator[Frame]:
     """:func:`iter_frames` before its stops."""
-    observers = observation(config.observables, config, nthreads=numba.get_num_threads())
-    watch = config.until_clusters is not None or config.merge_events
+    run = plan(config)
+    saves = dataclasses.replace(run.saves, observers=observation(
+        run.saves.observables, config, nthreads=numba.get_num_threads()))
     # stacklevel 6: a step-size warning points at the caller of simulate (through run,
     # iter_frames and its stops)
-    options = dict(dt=config.dt, max_steps=config.max_steps, rtol=config.rtol,
-                   atol=config.atol, progress=progress, stacklevel=6,
-                   count=events.cluster_counts if watch else None,
-                   locate=config.merge_events)
-    if config.collapses() and np.shape(positions)[0] == 1:
-        yield from _collapsing(config, positions, observers, start, start_step, step_counts,
-                               options)
+    options = dict(watch=run.watch, progress=progress, stacklevel=6)
+    begin = Start(start, start_step, step_counts)
+    if run.facts.collapses and np.shape(positions)[0] == 1:
+        yield from _collapsing(config, positions, run, saves, begin, options)
         return
     problem = build_problem(config, positions, keys=keys)
-    yield from integrate(problem, config.integrator, config.output_times(), observers,
-                         start=start, start_step=start_step, step_counts=step_counts,
+    yield from integrate(problem, run.integrator, saves, run.controller, start=begin,
                          **options)
 
 
-def _collapsing(config: SimulationConfig, positions: np.ndarray, observers: Callable,
-                start: int, step: int, step_counts: np.ndarray | None,
-                options: dict[str, Any]) -> Iterator[Frame]:
+def _collapsing(config: SimulationConfig, positions: np.ndarray, run: Plan, saves: Saves,
+                begin: Start, options: dict[str, Any]) -> Iterator[Frame]:
     """:func:`iter_frames` with coincident tokens integrated as one weighted token
     (:mod:`particles.models.collapse`): the groups of the positions at ``start``
     and, whenever a save point finds fewer, a new problem on the groups from there.
     The frames (and observers) see all ``n`` tokens."""
     X = np.array(positions, dtype=np.float64).reshape(1, config.n, config.d)
     masses = config.mass_array()
-    times = config.output_times()
     labels, first = collapse.groups(X[0], config.collapse_tol)
     while True:
         k = first.size
@@ -274,18 +270,20 @@ def _collapsing(config: SimulationConfig, positions: np.ndarray, observers: Call
         problem = dataclasses.replace(
             build_problem(sub, X[:, first]), positions0=X,
             to_positions=lambda state, labels=labels: state[:, labels])
-        for fr in integrate(problem, config.integrator, times, observers, start=start,
-                            start_step=step, step_counts=step_counts, **options):
+        for fr in integrate(problem, run.integrator, saves, run.controller, start=begin,
+                            **options):
             yield fr
-            if fr.index == start or k == 1:
+            if fr.index == begin.index or k == 1:
                 continue
             found = collapse.groups(fr.positions[0], config.collapse_tol)
             if found[1].size < k:
                 labels, first = found
-                X, start, step = fr.positions.reshape(X.shape), fr.index, fr.step
+                X = fr.positions.reshape(X.shape)
+                counts = begin.step_counts
                 if "accepted_steps" in fr.observables:
-                    step_counts = np.stack([fr.observables["accepted_steps"],
-                                            fr.observables["rejected_steps"]], axis=1)
+                    counts = np.stack([fr.observables["accepted_steps"],
+                                       fr.observables["rejected_steps"]], axis=1)
+                begin = Start(fr.index, fr.step, counts)
                 break  # a new problem on the fewer groups, from this frame
         else:
             return
@@ -294,22 +292,14 @@ def _collapsing(config: SimulationConfig, positions: np.ndarray, observers: Call
 def integrate(
     problem: Problem,
     integrator: str,
-    save_times: np.ndarray,
-    observers: Callable[[np.ndarray], dict[str, np.ndarray]] | None = None,
+    saves: Saves,
+    controller: Controller,
     *,
-    dt: float,
-    max_steps: int = 10**9,
-    rtol: float = 1e-6,
-    atol: float = 1e-9,
-    start: int = 0,
-    start_step: int = 0,
-    step_counts: np.ndarray | None = None,
+    watch: Watch | None = None,
+    start: Start | None = None,
     progress: Callable[[float], None] | None = None,
     layout: str | None = None,
-    carry_step: bool = False,
     stacklevel: int = 1,
-    count: Callable[[np.ndarray], np.ndarray] | None = None,
-    locate: bool = False,
 ) -> Iterator[Frame]:
     """Integrate a problem through its save times, yielding each frame as soon as it exists.
 
@@ -322,49 +312,39 @@ def integrate(
         Key of :data:`~particles.integrators.INTEGRATORS`; a stochastic one
         needs ``problem.noise``, and ``problem.noise`` with ``sigma > 0`` a
         stochastic one.
-    save_times : ndarray, shape (frames,)
-        Increasing times of the frames.
-    observers : callable, optional
-        ``observers(X) -> {name: (batch, ...) array}`` of the positions at
-        every save point (:class:`particles.observables.Observation`).
-    dt : float
-        Fixed step (equal steps of at most ``dt`` land on every save and
-        layer time), or initial step of an adaptive integrator.
-    max_steps : int
-        Bound on the steps (fixed) or attempts (adaptive) of the run.
-    rtol, atol : float
-        Adaptive tolerances.
-    start : int
-        Index of the save time the problem's state is at; with 0 the first
-        frame is yielded too.
-    start_step : int
-        Step counter at frame ``start`` (resuming).
-    step_counts : ndarray, shape (batch, 2), optional
-        Accepted and rejected adaptive steps up to frame ``start`` (resuming).
+    saves : Saves
+        Increasing times of the frames, and ``observers(X) -> {name: (batch,
+        ...) array}`` of the positions at every save point
+        (:class:`particles.observables.Observation`), if any.
+    controller : Controller
+        The step ``dt`` (equal steps of at most ``dt`` land on every save and
+        layer time; the initial step of an adaptive integrator), the bound on
+        steps (fixed) or attempts (adaptive), the adaptive tolerances, and
+        whether an adaptive step carries over to the next interval.
+    watch : Watch, optional
+        With ``clusters``, every frame carries its cluster counts
+        (:func:`particles.events.cluster_counts`); with ``locate`` as well
+        (one system, a deterministic integrator) the drops of the count
+        between frames are located (:func:`particles.events.locate_merges`,
+        integrating copies of the state; the run's own bits are unchanged).
+    start : Start, optional
+        The save time the problem's state is at (with index 0 the first frame
+        is yielded too), the step counter and the adaptive step counts there
+        (resuming).
     progress : callable, optional
         Called with the time of every frame after the first.
     layout : {"batch", "rows", "serial"}, optional
         How the work is split (default: by the field and the sizes; any
         layout gives the same bits).
-    carry_step : bool
-        Adaptive: the step proposed at the end of an interval starts the next
-        (instead of ``min(dt, interval)``).
     stacklevel : int
         Of step-size warnings, counted from the caller (1: the caller itself).
-    count : callable, optional
-        ``count(X) -> (batch,) int64`` of the positions: the cluster counts
-        every frame carries (:func:`particles.events.cluster_counts`).
-    locate : bool
-        With ``count``, one system and a deterministic integrator: locate the
-        drops of the count between frames (:func:`particles.events.locate_merges`,
-        integrating copies of the state; the run's own bits are unchanged).
 
     Yields
     ------
     Frame
         Positions ``problem.to_positions(state)`` (batch, n, d), the
         observers' values, and ``accepted_steps``, ``rejected_steps`` of
-        adaptive integrators; ``clusters`` and ``merges`` with ``count``.
+        adaptive integrators; ``clusters`` and ``merges`` with ``watch.clusters``.
 
     Raises
     ------
@@ -377,21 +357,26 @@ def integrate(
         A fixed step too large for the field's speed bounds (:func:`check_step_size`).
     """
     entry = INTEGRATORS[integrator]
-    times = np.asarray(save_times, dtype=np.float64)
+    start = start or Start()
+    times = np.asarray(saves.times, dtype=np.float64)
+    observers, c = saves.observers, controller
     state = np.array(problem.state0, dtype=np.float64, order="C", copy=True)
     B = state.shape[0]
     layout = layout or _layout(problem.field, B, state.shape[1])
     params, layer_params, keys = _noisy(problem, entry)
-    runner, stats, hs = _stepper(problem, entry, layout, dt, step_counts, stacklevel + 1)
+    runner, stats, hs = _stepper(problem, entry, layout, c.dt, start.step_counts,
+                                 stacklevel + 1)
     wsize = _drift_of(problem.field, layout)[1]
 
-    steps = dict(adaptive=entry.adaptive, dt=dt, max_steps=max_steps, params=params,
-                 wsize=wsize, keys=keys, rtol=rtol, atol=atol, carry_step=carry_step,
+    steps = dict(adaptive=entry.adaptive, dt=c.dt, max_steps=c.max_steps, params=params,
+                 wsize=wsize, keys=keys, rtol=c.rtol, atol=c.atol, carry_step=c.carry_step,
                  layer_time=problem.field.layer_time, layer_params=layer_params,
                  guard=lambda: _blas_guard(problem.field, layout),
                  state=problem.hints.state, hint=_failure_hint(entry, problem.hints))
-    watch = _Watch(problem, count, steps, runner, stats, hs, locate) if count is not None else None
-    if locate and (watch is None or B != 1 or entry.stochastic):
+    watch = watch or Watch()
+    counter = (_Watch(problem, events.cluster_counts, steps, runner, stats, hs, watch.locate)
+               if watch.clusters else None)
+    if watch.locate and (counter is None or B != 1 or entry.stochastic):
         raise ValueError("merge events are located for one deterministic system with a "
                          "cluster count")
 
@@ -401,15 +386,15 @@ def integrate(
             obs["accepted_steps"] = stats[:, 0].astype(np.float64)
             obs["rejected_steps"] = stats[:, 1].astype(np.float64)
         fr = Frame(index, step, float(times[index]), X.copy(), obs)
-        return fr if watch is None else watch.seen(fr, state)
+        return fr if counter is None else counter.seen(fr, state)
 
-    if watch is not None:
-        watch.mark(float(times[start]), state)
-    if start == 0:
+    if counter is not None:
+        counter.mark(float(times[start.index]), state)
+    if start.index == 0:
         first = problem.positions0
-        yield frame(0, start_step, problem.to_positions(state) if first is None else first)
-    for k, step in march(state, times, runner, stats=stats, hs=hs, start=start,
-                         step=start_step, **steps):
+        yield frame(0, start.step, problem.to_positions(state) if first is None else first)
+    for k, step in march(state, times, runner, stats=stats, hs=hs, start=start.index,
+                         step=start.step, **steps):
         X = problem.to_positions(state)
         if problem.anchor is not None:
             problem.anchor(X, state)

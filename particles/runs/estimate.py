@@ -35,6 +35,7 @@ from typing import Any
 from particles.config import SimulationConfig
 from particles.integrators import INTEGRATORS
 from particles.io.h5md import expected_frames
+from particles.plan import facts
 
 __all__ = ["Estimate", "available_memory", "check_fits", "config_evaluation_seconds",
            "estimate", "estimate_values",
@@ -236,13 +237,12 @@ def config_evaluation_seconds(config: SimulationConfig, *, n: int | None = None)
         Tokens evaluated, where not ``config.n``: the distinct points of a run
         whose coincident tokens collapsed (:mod:`particles.models.collapse`).
     """
-    from particles.fields.summation import SUMMATIONS
     from particles.models import MODELS
 
     n = config.n if n is None else int(n)
-    own = SUMMATIONS[config.summation].cost
+    own = facts(config).evaluation_cost(n)
     if own is not None:  # a series' own cost model (fields.summation)
-        return own(config, n)
+        return own
     sinkhorn = config.normalization == "sinkhorn"
     return evaluation_seconds(
         n=n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,
@@ -293,7 +293,7 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
         basis += f"; Sinkhorn at its cap of {config.sinkhorn_iters} iterations"
     times = PY_FLOAT * len(config.save_times or ()) + 8 * frames
     evaluation = config_evaluation_seconds(config) * work * (speed or 1.0)
-    if config.collapses() and config.T > 0 and work == 1.0:
+    if facts(config).collapses and config.T > 0 and work == 1.0:
         note = "not counted: coincident tokens collapse once clusters form (then faster)"
         basis = f"{basis}; {note}" if basis else note
     return _estimate(
