@@ -228,15 +228,17 @@ def iter_frames(
     ------
     Frame
     """
-    yield from events.stops(config, _frames(config, positions, start, start_step,
-                                            step_counts, progress, keys), start=start)
-
-
-def _frames(config: SimulationConfig, positions: np.ndarray, start: int, start_step: int,
-            step_counts: np.ndarray | None, progress: Callable[[float], None] | None,
-            keys: np.ndarray | None) -> Iterator[Frame]:
-    """:func:`iter_frames` before its stops."""
     run = plan(config)
+    yield from events.stops(run.watch, _frames(config, run, positions, start, start_step,
+                                               step_counts, progress, keys),
+                            start=start, last=run.facts.frames - 1)
+
+
+def _frames(config: SimulationConfig, run: Plan, positions: np.ndarray, start: int,
+            start_step: int, step_counts: np.ndarray | None,
+            progress: Callable[[float], None] | None, keys: np.ndarray | None
+            ) -> Iterator[Frame]:
+    """:func:`iter_frames` before its stops."""
     saves = dataclasses.replace(run.saves, observers=observation(
         run.saves.observables, config, nthreads=numba.get_num_threads()))
     # stacklevel 6: a step-size warning points at the caller of simulate (through run,

@@ -73,3 +73,28 @@ def test_the_field_draws_the_first_layer_once(monkeypatch):
     monkeypatch.setattr(particles.fields, "draw_layer", counted)
     build_field(SimulationConfig(n=8, d=3, beta=1.0, seed=0, weights="gaussian"))
     assert calls == [0]
+
+
+def _frame(index, clusters=None):
+    from particles.trajectory import Frame
+
+    return Frame(index, index, float(index), np.zeros((1, 2, 2)), {},
+                 clusters=None if clusters is None else np.array([clusters]))
+
+
+def test_a_stop_is_one_object_of_the_watch():
+    from particles.events import MaxWall, UntilClusters, stops, stops_of
+
+    assert stops_of(Watch()) == ()
+    assert stops_of(Watch(clusters=True, until_clusters=2, max_wall=5.0)) == (
+        UntilClusters(2), MaxWall(5.0))
+    assert UntilClusters(2).holds(_frame(1, 2), 0.0)
+    assert not UntilClusters(2).holds(_frame(1, 3), 0.0)
+    assert not UntilClusters(2).holds(_frame(1, 0), 0.0)  # spread, not clustered
+    assert MaxWall(5.0).holds(_frame(1), 5.0) and not MaxWall(5.0).holds(_frame(1), 4.9)
+    frames = [_frame(k, c) for k, c in enumerate([5, 3, 2, 1, 1])]
+    out = list(stops(Watch(clusters=True, until_clusters=2), frames, start=0, last=4))
+    assert [f.index for f in out] == [0, 1, 2] and out[-1].stop == "until_clusters"
+    # the start frame and the last frame never stop a run
+    out = list(stops(Watch(clusters=True, until_clusters=9), frames, start=1, last=2))
+    assert [f.stop for f in out] == ["", "", "", "", ""]
