@@ -98,3 +98,36 @@ def test_a_stop_is_one_object_of_the_watch():
     # the start frame and the last frame never stop a run
     out = list(stops(Watch(clusters=True, until_clusters=9), frames, start=1, last=2))
     assert [f.stop for f in out] == ["", "", "", "", ""]
+
+
+@pytest.mark.parametrize("collapse_tol", [None, 0.0], ids=["collapsing", "not-collapsing"])
+def test_a_step_size_warning_points_at_the_caller_of_simulate(collapse_tol):
+    import warnings
+
+    from particles import StepSizeWarning, simulate
+
+    extra = {} if collapse_tol is None else {"collapse_tol": collapse_tol}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        simulate(n=4, d=3, beta=1.0, model="usa", T=2.0, dt=1.0, save_every=1, seed=0,
+                 integrator="euler", **extra)
+    found = [w for w in caught if issubclass(w.category, StepSizeWarning)]
+    assert found and found[0].filename == __file__
+
+
+def test_a_collapsing_problem_hands_over_to_fewer_groups():
+    from particles.models import collapse
+    from particles.trajectory import Frame
+
+    cfg = SimulationConfig(n=4, d=3, beta=1.0, seed=0)
+    X = np.eye(3)[[0, 1, 2, 2]][None]
+    problem = collapse.problem(cfg, X)
+    assert problem.state0.shape == (1, 3, 3)  # three groups of four tokens
+    same = Frame(1, 1, 0.1, X.copy(), {})
+    assert problem.handover(same) is None
+    merged = Frame(2, 2, 0.2, np.eye(3)[[0, 0, 2, 2]][None], {})
+    smaller = problem.handover(merged)
+    assert smaller.state0.shape == (1, 2, 3)
+    np.testing.assert_array_equal(smaller.to_positions(smaller.state0), merged.positions)
+    one = Frame(3, 3, 0.3, np.eye(3)[[0, 0, 0, 0]][None], {})
+    assert smaller.handover(one).handover(one) is None  # one group: nothing to merge
