@@ -26,6 +26,7 @@ Public API: :func:`simulate_angles` -> :class:`AngleTrajectory`,
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ from particles.fields.kuramoto import resolve_frequencies
 from particles.integrators import INTEGRATORS
 from particles.models import Hints, Problem
 from particles.observables.order import OrderParameter, order_parameter
+from particles.plan import Controller, Saves
 from particles.sphere import angles_to_circle
 from particles.trajectory import Trajectory
 
@@ -320,9 +322,9 @@ def simulate_angles(
                                                      usa_scale=usa_scale, masses=m),
                       hints=Hints(state="phases", moving="phases", remedies=False))
     par = _use_parallel(n) if parallel is None else bool(parallel)
-    frames = list(integrate(problem, integrator, timing.output_times(), dt=timing.dt,
-                            max_steps=timing.max_steps, rtol=timing.rtol, atol=timing.atol,
-                            layout="rows" if par else "serial", carry_step=True, stacklevel=2))
+    controller = dataclasses.replace(Controller.of(timing), carry_step=True)
+    frames = list(integrate(problem, integrator, Saves(timing.output_times()), controller,
+                            layout="rows" if par else "serial", stacklevel=2))
     # the engine's result (steps and observables as in ``simulate``), seen as angles
     obs = {k: np.array([f.observables[k][0] for f in frames]) for k in frames[0].observables}
     trajectory = Trajectory(times=np.array([f.time for f in frames]),

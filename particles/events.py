@@ -33,12 +33,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
 
 import numpy as np
 
 from particles.models.collapse import distinct_rows
 from particles.observables.pairs import DEFAULT_EPS, frame_statistics
-from particles.protocols import RunSpec
+from particles.plan import Watch
 from particles.trajectory import Frame, Merge
 
 __all__ = ["DEFAULT_EPS", "cluster_counts", "locate_merges", "stops", "time_tolerance",
@@ -159,8 +161,60 @@ def locate_merges(
     return found
 
 
-def stops(config: RunSpec, frames: Iterable[Frame], *, start: int) -> Iterator[Frame]:
-    """The frames of a run up to its first stop (``until_clusters``, ``max_wall``).
+class Stop(Protocol):
+    """A condition that ends a run at a saved frame (the frame is kept, ``stop`` set).
+
+    Attributes
+    ----------
+    name : str
+        The reason recorded (``stop_reason``, :data:`particles.trajectory.STOP_REASONS`).
+    """
+
+    name: str
+
+    def holds(self, frame: Frame, elapsed: float) -> bool:
+        """Whether the run stops at ``frame``, ``elapsed`` seconds after it began."""
+        ...
+
+
+@dataclass(frozen=True)
+class UntilClusters:
+    """Stop at the first frame at which every system has between 1 and ``clusters``
+    clusters (:func:`until_holds`; the frames carry their counts)."""
+
+    clusters: int
+    name: ClassVar[str] = "until_clusters"
+
+    def holds(self, frame: Frame, elapsed: float) -> bool:
+        return frame.clusters is not None and until_holds(frame.clusters, self.clusters)
+
+
+@dataclass(frozen=True)
+class MaxWall:
+    """Pause at the first frame after ``seconds`` of wall time."""
+
+    seconds: float
+    name: ClassVar[str] = "max_wall"
+
+    def holds(self, frame: Frame, elapsed: float) -> bool:
+        return elapsed >= self.seconds
+
+
+def stops_of(watch: Watch) -> tuple[Stop, ...]:
+    """The stops a run's :class:`~particles.plan.Watch` asks for, in the order they
+    are tested at each frame."""
+    out: list[Stop] = []
+    if watch.until_clusters is not None:
+        out.append(UntilClusters(watch.until_clusters))
+    if watch.max_wall is not None:
+        out.append(MaxWall(watch.max_wall))
+    return tuple(out)
+
+
+def stops(watch: Watch, frames: Iterable[Frame], *, start: int, last: int
+          ) -> Iterator[Frame]:
+    """The frames of a run up to its first stop (:func:`stops_of`: ``until_clusters``,
+    ``max_wall``).
 
     The frame at which a stop holds is yielded last, with ``stop`` set.
     Frames up to ``start`` (frame 0, or the frame a resumed run continues
@@ -169,11 +223,14 @@ def stops(config: RunSpec, frames: Iterable[Frame], *, start: int) -> Iterator[F
 
     Parameters
     ----------
-    config : SimulationConfig
+    watch : Watch
+        The run's watch (:attr:`particles.plan.Plan.watch`).
     frames : iterable of Frame
-        With ``clusters`` set when ``config.until_clusters`` is.
+        With ``clusters`` set when ``watch.until_clusters`` is.
     start : int
         Index of the frame the run starts (or resumes) from.
+    last : int
+        Index of the run's last frame.
 
     Yields
     ------
@@ -181,17 +238,13 @@ def stops(config: RunSpec, frames: Iterable[Frame], *, start: int) -> Iterator[F
         Each frame of ``frames`` in turn, up to and including the one at
         which a stop holds (its ``stop`` set to the stop's name).
     """
-    until, wall = config.until_clusters, config.max_wall
-    last = config.frame_count() - 1
+    conditions = stops_of(watch)
     began = time.monotonic()
     for fr in frames:
-        stop = ""
         if start < fr.index < last:
-            if fr.clusters is not None and until_holds(fr.clusters, until):
-                stop = "until_clusters"
-            elif wall is not None and time.monotonic() - began >= wall:
-                stop = "max_wall"
-        if stop:
-            yield dataclasses.replace(fr, stop=stop)
-            return
+            elapsed = time.monotonic() - began
+            stop = next((c.name for c in conditions if c.holds(fr, elapsed)), "")
+            if stop:
+                yield dataclasses.replace(fr, stop=stop)
+                return
         yield fr

@@ -1,14 +1,16 @@
-"""What the builders below the configuration read of it: the :class:`RunSpec` protocol.
+"""What the builders below the configuration read of it: the :class:`RunSpec`
+protocol, and what every registry entry is: the :class:`Entry` protocol.
 
 The registries (fields, integrators, observers; layer 2) never name
 :class:`particles.config.SimulationConfig`, which validates against them
 (layer 3): their builders take a :class:`RunSpec`, any object with these
-attributes, which a configuration is.
+attributes, which a configuration is.  Each entry carries its own rules
+(:meth:`Entry.check`), which the configuration runs after its generic checks.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -70,6 +72,30 @@ class RunSpec(Protocol):
     def weight_draws(self) -> str: ...
     @property
     def noise(self) -> float: ...
+    @property
+    def dt(self) -> float: ...
+    @property
+    def Q(self) -> object: ...
+    @property
+    def K(self) -> object: ...
+    @property
+    def V(self) -> object: ...
+    @property
+    def collapse_tol(self) -> float: ...
+    @property
+    def observables(self) -> tuple[str, ...] | None: ...
+    @property
+    def merge_events(self) -> bool: ...
+    @property
+    def until_clusters(self) -> int | None: ...
+    @property
+    def max_wall(self) -> float | None: ...
+    @property
+    def max_steps(self) -> int: ...
+    @property
+    def rtol(self) -> float: ...
+    @property
+    def atol(self) -> float: ...
 
     def matrix(self, name: str) -> np.ndarray:
         """The matrix ``Q``, ``K`` or ``V``, shape (d, d)."""
@@ -79,3 +105,30 @@ class RunSpec(Protocol):
         """Token masses, shape (n,)."""
         ...
 
+    def output_times(self) -> np.ndarray:
+        """Times of the saved frames, shape (frames,)."""
+        ...
+
+    def frame_count(self) -> int:
+        """``len(self.output_times())``, counted."""
+        ...
+
+
+
+@runtime_checkable
+class Entry(Protocol):
+    """A registry entry (model, integrator, observer, kernel, normalisation,
+    initial condition, summation) with its rules on the run that names it.
+
+    Attributes
+    ----------
+    name : str
+        Its key in the registry.
+    """
+
+    name: str
+
+    def check(self, spec: RunSpec) -> None:
+        """Raise :class:`~particles.errors.ConfigError` (one line, ``.field`` the
+        argument to change) when ``spec`` cannot use this entry."""
+        ...

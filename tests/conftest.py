@@ -1,7 +1,7 @@
 """Fixtures shared across test modules; one Numba thread and ``NUMBA_OPT=1`` by default.
 
 Tests run with one Numba thread unless marked ``parallel``: with one thread a
-batch of systems runs the serial runner (:func:`particles.engine._layout`)
+batch of systems runs the serial runner (:func:`particles.engine.layout.layout_of`)
 and a :class:`particles._numba.ByThreads` entry point its serial twin, so a
 test compiles no parallel region (each takes about twice a serial one's
 compile time, once per model, integrator and observable).  The parallel

@@ -155,8 +155,7 @@ def attention_field(config: RunSpec, *, normalized: bool) -> CompiledField:
     independent = per_system(config)
     drawn = is_random(config)
 
-    def layer_params(layer: int) -> tuple:
-        Q, K, V = draw_layer(config, layer)
+    def params_of(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple:
         for q, k in zip(Q, K, strict=True) if independent else [(Q, K)]:
             check_usa_range(config, q, k, drawn=drawn)
         if H == 1:
@@ -167,7 +166,10 @@ def attention_field(config: RunSpec, *, normalized: bool) -> CompiledField:
         # arrays as arguments; identity flags must hold for every system
         return _head_params(config, Q, K, V, normalized)
 
-    Q, K, V = draw_layer(config, 0)
+    def layer_params(layer: int) -> tuple:
+        return params_of(*draw_layer(config, layer))
+
+    Q, K, V = draw_layer(config, 0)  # once: the first layer's parameters and bounds
     systems = list(zip(Q, K, V, strict=True)) if independent else [(Q, K, V)]
     masses = config.mass_array()
     # the reference is the first system's field (every system's with shared draws)
@@ -179,7 +181,7 @@ def attention_field(config: RunSpec, *, normalized: bool) -> CompiledField:
     return CompiledField(
         serial=serial,
         parallel=parallel,
-        params=layer_params(0),
+        params=params_of(Q, K, V),
         workspace=workspace,
         reference=reference,
         name=name,

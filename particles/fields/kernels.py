@@ -37,9 +37,11 @@ from functools import cached_property
 import numpy as np
 
 from particles._numba import jit, kernel_key, prange, specialize, view2d
+from particles.errors import invalid
 from particles.fastexp import exp_scalar
 from particles.fields import attention
 from particles.fields.base import DriftSet
+from particles.protocols import RunSpec
 
 #: from this dimension on, the attention kernels multiply row blocks with BLAS.
 #: Measured (one thread, float64, these machines): BLAS blocks beat the direct
@@ -399,6 +401,20 @@ class Kernel:
                                   Q=Q, K=K, V=V, masses=masses)
         return kernel_attention_reference(X, self.name, param, normalized=normalized,
                                           Q=Q, K=K, V=V, masses=masses)
+
+    def check(self, spec: RunSpec) -> None:
+        """Refuse a parameter this kernel does not use (``tau``, ``gamma`` not 1.0:
+        it would silently run another model) and the e^-beta time change of a
+        kernel without it (fields ``tau``, ``gamma``, ``usa_scale``)."""
+        for name in ("tau", "gamma"):
+            if getattr(spec, name) != 1.0 and self.parameter != name:
+                users = [repr(k) for k, v in KERNELS.items() if v.parameter == name]
+                raise invalid(name, f"1.0 (the default) unless kernel is {' or '.join(users)} "
+                              f"(kernel={self.name!r})", getattr(spec, name))
+        if USA_SCALES[spec.usa_scale].time_change and not self.time_change:
+            owners = " or ".join(repr(k) for k, v in KERNELS.items() if v.time_change)
+            raise invalid("usa_scale", f"'n' for kernel={self.name!r} (the e^-beta time "
+                          f"change belongs to the {owners} kernel)", spec.usa_scale)
 
     def overflow_hint(self, usa_scale: str) -> str:
         """How to bring a too large USA weight back into range."""

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles.errors import invalid
-from particles.fields import sinkhorn, spectral
+from particles.fields import sinkhorn
 from particles.fields.base import DriftSet
 from particles.fields.kernels import KERNELS, USA_SCALES
+from particles.fields.summation import SUMMATIONS
 from particles.protocols import RunSpec
 
 
@@ -59,19 +60,12 @@ def usa_shift(config: RunSpec) -> float:
 
 
 def _softmax_drifts(config: RunSpec) -> DriftSet:
-    if config.summation == "spectral":
-        return spectral.drifts(config)
-    return KERNELS[config.kernel].single_head(config.n, config.d)
+    return SUMMATIONS[config.summation].drifts(config)
 
 
 def _softmax_params(config, Q, K, V, qk_identity, v_identity, normalized) -> tuple:
-    if config.summation == "spectral":
-        return spectral.params(config, Q, K, V, v_identity, normalized, usa_shift(config))
-    kernel = KERNELS[config.kernel]
-    masses = config.mass_array()
-    inv_mass = 1.0 / float(masses.sum())
-    return kernel.params(Q, K, V, np.log(masses), float(getattr(config, kernel.parameter)),
-                         normalized, usa_shift(config), qk_identity, v_identity, inv_mass)
+    return SUMMATIONS[config.summation].params(config, Q, K, V, qk_identity, v_identity,
+                                               normalized, usa_shift(config))
 
 
 def _softmax_reference(config, X, Q, K, V, masses, normalized) -> np.ndarray:

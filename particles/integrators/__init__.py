@@ -39,8 +39,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
+from particles.errors import invalid
 from particles.integrators import dopri5, em, euler, geodesic, heun, rk4
 from particles.integrators._rows import SPACES
+from particles.protocols import RunSpec
 
 __all__ = ["INTEGRATORS", "NOISE_DEFAULT", "SPACES", "Integrator", "stochastic_integrators"]
 
@@ -93,6 +95,14 @@ class Integrator:
         """Drift evaluations per step (the cost a run's estimate counts; an adaptive
         step's at its stages, rejected attempts aside)."""
         return self.module.EVALUATIONS
+
+    def check(self, spec: RunSpec) -> None:
+        """Refuse a run with ``noise > 0`` unless it draws noise (field ``integrator``)."""
+        if spec.noise > 0 and not self.stochastic:
+            why = "adaptive steps do not apply to an SDE" if self.adaptive else "it draws no noise"
+            names = " or ".join(repr(k) for k in stochastic_integrators())
+            raise invalid("integrator", f"a fixed-step stochastic integrator ({names}) when "
+                          f"noise > 0 ({self.name!r}: {why})", self.name)
 
 
 #: name -> integrator; the single source of truth for ``integrator=``.

@@ -99,7 +99,6 @@ import numpy as np
 
 from particles.config import SimulationConfig
 from particles.errors import TrajectoryFileError
-from particles.fields import spectral
 from particles.io.frames import FrameCounts, GroupWriter, clock_element
 from particles.io.hdf5 import (
     FLUSH_INTERVAL,
@@ -115,8 +114,8 @@ from particles.io.hdf5 import (
     write_header,
 )
 from particles.io.kinds import Example, refusal, register
-from particles.observables import energy_definition
 from particles.observables.pairs import DEFAULT_EPS
+from particles.plan import facts
 from particles.trajectory import MERGE_COLUMNS, STOP_REASONS, Frame, Merge, Trajectory
 
 __all__ = [
@@ -219,7 +218,7 @@ def expected_frames(config: SimulationConfig) -> int:
     """``len(config.output_times())`` without building the array of times
     (:meth:`~particles.config.SimulationConfig.frame_count`): a file whose
     configuration claims 10^10 frames is described without allocating them."""
-    return config.frame_count()
+    return facts(config).frames
 
 
 def _frame_shape(config: SimulationConfig) -> tuple[int, ...]:
@@ -557,8 +556,9 @@ def write_config(params: h5py.Group, config: SimulationConfig) -> None:
     params.attrs["complete"] = np.int8(0)
     params.attrs["config"] = config.to_json()
     params.attrs["seed"] = str(config.seed)
-    if config.summation == "spectral":
-        params.attrs["summation_degree"] = np.int32(spectral.degree(config))
+    degree = facts(config).degree
+    if degree is not None:
+        params.attrs["summation_degree"] = np.int32(degree)
 
 
 def _add_merge_events(f: h5py.File) -> h5py.Group:
@@ -737,7 +737,7 @@ def energy_attrs(config: SimulationConfig) -> dict[str, dict[str, str]]:
     """The ``definition`` attribute of the energy observables of a run, unless the
     default (edp, Q = K = I) energy is recorded
     (:func:`particles.observables.energy_definition`)."""
-    definition = energy_definition(config).definition
+    definition = facts(config).energy.definition
     if not definition:
         return {}
     return {name: {"definition": definition} for name in ("energy", "energy_normalized")}

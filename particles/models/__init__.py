@@ -23,7 +23,14 @@ import numpy as np
 from particles.fields import CompiledField
 from particles.fields import kuramoto as kuramoto_field
 from particles.models import kuramoto
-from particles.models.attention import sa_field, sa_problem, usa_field, usa_problem
+from particles.models.attention import (
+    attention_rules,
+    sa_field,
+    sa_problem,
+    usa_field,
+    usa_problem,
+    usa_rules,
+)
 from particles.models.problem import Hints, Noise, Problem, run_noise, sphere_problem
 from particles.protocols import RunSpec
 
@@ -56,6 +63,9 @@ class Model:
         sine coupling collapses to the order parameter): what a run's cost
         counts before any field is built (:mod:`particles.runs.estimate`).
         The same as its field's :attr:`~particles.fields.CompiledField.pairwise`.
+    rules : callable, optional
+        ``rules(spec)``: raises :class:`~particles.errors.ConfigError` when a
+        run cannot use this model (see :meth:`check`).
     """
 
     name: str
@@ -66,6 +76,13 @@ class Model:
     parameters: tuple[str, ...] = ()
     attention: bool = True
     pairwise: bool = True
+    rules: Callable[[RunSpec], None] | None = None
+
+    def check(self, spec: RunSpec) -> None:
+        """Raise :class:`~particles.errors.ConfigError` (one line, ``.field`` the
+        argument) when ``spec`` cannot run this model."""
+        if self.rules is not None:
+            self.rules(spec)
 
     def build(self, config: RunSpec, positions: np.ndarray, *,
               keys: np.ndarray | None = None) -> Problem:
@@ -92,12 +109,13 @@ MODELS: dict[str, Model] = {
     m.name: m
     for m in (
         Model("sa", "self-attention, softmax (row-stochastic) weights", sa_field, sa_problem,
-              label="SA"),
+              label="SA", rules=attention_rules),
         Model("usa", "unnormalized self-attention, weights divided by n", usa_field,
-              usa_problem, label="USA", parameters=("usa_scale",)),
+              usa_problem, label="USA", parameters=("usa_scale",), rules=usa_rules),
         Model("kuramoto", "Kuramoto oscillators on the circle (d = 2), O(n)",
               kuramoto_field.build, kuramoto.problem, label="Kuramoto",
-              parameters=("coupling", "omega"), attention=False, pairwise=False),
+              parameters=("coupling", "omega"), attention=False, pairwise=False,
+              rules=kuramoto.rules),
     )
 }
 

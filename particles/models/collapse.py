@@ -14,7 +14,7 @@ tokens): after clusters form (2-5 distinct points in a metastable state), an
 evaluation costs ``O(k^2)``.
 
 Tokens are grouped when their chord distance is at most ``collapse_tol``
-(default :data:`particles.config.COLLAPSE_TOL`, four ulps of 1: positions
+(default :data:`particles.sphere.COLLAPSE_TOL`, four ulps of 1: positions
 that agree to round-off), at the start and at every save point; a group never splits.
 A group moves as its first token (the lowest index); its other tokens take
 that position at the save point where they join, a change of at most
@@ -35,15 +35,38 @@ trajectory to round-off.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
+from particles.errors import invalid
 from particles.fields.weights import is_random
+from particles.models import build_problem
+from particles.models.problem import Problem
 from particles.protocols import RunSpec
+from particles.sphere import COLLAPSE_TOL
 
-__all__ = ["distinct_rows", "groups", "refusal", "weighted"]
+__all__ = ["check", "distinct_rows", "groups", "problem", "refusal", "weighted"]
+
+#: the largest ``collapse_tol``: a chord that large merges tokens that are not one.
+MAX_COLLAPSE_TOL = 1e-3
+
+
+def check(spec: RunSpec) -> None:
+    """Refuse a ``collapse_tol`` above :data:`MAX_COLLAPSE_TOL`, or one set (not 0,
+    not the default) where collapsing is not exact (field ``collapse_tol``)."""
+    tol = spec.collapse_tol
+    if tol > MAX_COLLAPSE_TOL:
+        raise invalid("collapse_tol", "a chord distance in [0, 1e-3]", tol)
+    if tol not in (0.0, COLLAPSE_TOL):
+        why = refusal(spec)
+        if why is not None:
+            raise invalid("collapse_tol", f"0 or the default for this run (collapsing is "
+                          f"not exact: {why})", tol)
 
 
 def refusal(config: RunSpec) -> str | None:
@@ -127,3 +150,44 @@ def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def weighted(masses: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
     """The summed mass of each of ``k`` groups, shape (k,), from token masses (n,)."""
     return np.bincount(labels, weights=masses, minlength=k)
+
+
+def problem(config: Any, positions: np.ndarray) -> Problem:
+    """The problem of a collapsing run (one system) on the groups of ``positions``.
+
+    Its ``handover(frame)`` gives, when a save point finds fewer groups, the
+    problem on those from that frame on; the frames (and observers) see all
+    ``n`` tokens, each following its group.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        A run that collapses (:attr:`particles.plan.Facts.collapses`).
+    positions : ndarray, shape (1, n, d) or (n, d)
+        The tokens at its first save point.
+    """
+    X = np.array(positions, dtype=np.float64).reshape(1, config.n, config.d)
+    labels, first = groups(X[0], config.collapse_tol)
+    return _on_groups(config, config.mass_array(), X, labels, first)
+
+
+def _on_groups(config: Any, masses: np.ndarray, X: np.ndarray, labels: np.ndarray,
+               first: np.ndarray) -> Problem:
+    k = first.size
+    sub = config if k == config.n else config.replace(
+        # the run's own summation: the series and the direct sums extend the
+        # field differently off the sphere, where rk4's stages go
+        n=k, masses=tuple(weighted(masses, labels, k)), init="array",
+        observables=("order",))
+
+    def handover(frame: Any) -> Problem | None:
+        if k == 1:
+            return None
+        found = groups(frame.positions[0], config.collapse_tol)
+        if found[1].size >= k:
+            return None
+        return _on_groups(config, masses, frame.positions.reshape(X.shape), *found)
+
+    return dataclasses.replace(build_problem(sub, X[:, first]), positions0=X,
+                               to_positions=lambda state: state[:, labels],
+                               handover=handover)

@@ -23,6 +23,7 @@ import dataclasses
 
 import numpy as np
 
+from particles.errors import invalid
 from particles.fields import kuramoto
 from particles.fields.angle import angle_field
 from particles.models.problem import Hints, Problem, run_noise, sphere_problem, token_positions
@@ -93,3 +94,26 @@ def problem(config: RunSpec, positions: np.ndarray, *,
     return Problem(state0=phases(X), space="flat", field=angles,
                    noise=run_noise(config, X.shape[0], keys), to_positions=circle_points,
                    anchor=_anchor, positions0=X, hints=Hints(state="phases"))
+
+
+#: the attention fields Kuramoto has no use for, and their defaults.
+ATTENTION_DEFAULTS = (("weights", "given"), ("value_weights", "given"), ("heads", 1),
+                      ("normalization", "softmax"), ("layer_time", None))
+
+
+def rules(spec: RunSpec) -> None:
+    """Kuramoto: attention settings at their defaults, oscillators on the circle,
+    no attention matrices, the default kernel (fields ``weights`` ... ``kernel``)."""
+    for name, default in ATTENTION_DEFAULTS:
+        if getattr(spec, name) != default:
+            raise invalid(name, f"{default!r} (the default) for model='kuramoto'",
+                          getattr(spec, name))
+    if spec.d != 2:
+        raise invalid("d", "2 for model='kuramoto' (oscillators on the circle)", spec.d)
+    for m in ("Q", "K", "V"):
+        if not np.array_equal(spec.matrix(m), np.eye(2)):
+            raise invalid(m, "'identity' for model='kuramoto' (it has no attention "
+                          "matrices; use coupling, negative for repulsion)", getattr(spec, m))
+    if spec.kernel != "edp":
+        raise invalid("kernel", "'edp' (the default) for model='kuramoto' (it has no "
+                      "attention kernel)", spec.kernel)

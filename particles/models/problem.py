@@ -20,6 +20,7 @@ from particles.fields.base import CompiledField
 from particles.integrators import INTEGRATORS, SPACES
 from particles.protocols import RunSpec
 from particles.seeds import noise_keys
+from particles.trajectory import Frame
 
 __all__ = ["Hints", "Noise", "Problem", "run_noise", "sphere_problem", "token_positions"]
 
@@ -105,6 +106,11 @@ class Problem:
         The positions at the first save point as given (recorded as they are,
         not recomputed from ``state0``); None: ``to_positions(state0)``.
     hints : Hints
+    handover : callable, optional
+        ``handover(frame) -> Problem | None`` at every save point after the
+        first: a smaller problem that continues the run from that frame
+        (collapsed groups, :func:`particles.models.collapse.problem`), or None
+        to go on with this one.  The engine knows no model transformation.
     """
 
     state0: np.ndarray
@@ -115,6 +121,7 @@ class Problem:
     anchor: Callable[[np.ndarray, np.ndarray], None] | None = None
     positions0: np.ndarray | None = None
     hints: Hints = field(default_factory=Hints)
+    handover: Callable[[Frame], Problem | None] | None = None
 
     def __post_init__(self) -> None:
         if self.space not in SPACES:

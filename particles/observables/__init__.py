@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from particles.fields.summation import SUMMATIONS
 from particles.observables import spectral_energy
 from particles.observables.base import Context, Observer
 from particles.observables.energy import (
@@ -106,7 +107,7 @@ ALL_OBSERVERS: dict[str, Observer] = {o.name: o for o in (
     Observer("spectral_energy", "energy and normalised energy through the spectral series "
              "(zonal kernels on the circle and S^2, beta > 0)", "O(n)",
              ("energy", "energy_normalized"), spectral_energy.compute,
-             setup=spectral_energy.setup),
+             setup=spectral_energy.setup, rules=spectral_energy.check),
     Observer("close_pairs", "pairs closer than 1 - delta in inner product, per delta",
              "O(n^2)", ("pair_counts",), pair_observer, settings=("deltas",), per_run=False),
     Observer("clusters", "clusters of the components detector at linking distance eps",
@@ -136,10 +137,11 @@ def default_observers(n: int, d: int, beta: float,
     through the spectral series (``spectral_energy``, O(n K)) for spectral runs.
     Ask for ``pairwise`` to record the energy of a larger direct run.
     """
-    cap = SPECTRAL_PAIRWISE_MAX_N if summation == "spectral" else PAIRWISE_DEFAULT_MAX_N
+    series = SUMMATIONS[summation].series
+    cap = SPECTRAL_PAIRWISE_MAX_N if series else PAIRWISE_DEFAULT_MAX_N
     if n <= cap or (d == 2 and beta == 0.0):
         return ("pairwise",)
-    if summation == "spectral" and beta > 0:
+    if series and beta > 0:
         return ("order", "spectral_energy")
     return ("order",)
 

@@ -71,6 +71,9 @@ class Observer:
         Whether a run's configuration can choose it (``observables=``): the
         sweep's observers take settings and give integer counts that a
         trajectory file has no place for.
+    rules : callable, optional
+        ``rules(spec)``: raises :class:`~particles.errors.ConfigError` when a
+        run cannot record it (see :meth:`check`).
     """
 
     name: str
@@ -81,6 +84,13 @@ class Observer:
     settings: tuple[str, ...] = ()
     setup: Callable[[RunSpec], dict[str, Any]] | None = None
     per_run: bool = True
+    rules: Callable[[RunSpec], None] | None = None
+
+    def check(self, spec: RunSpec) -> None:
+        """Raise :class:`~particles.errors.ConfigError` (field ``observables``)
+        when ``spec`` cannot record this observer."""
+        if self.rules is not None:
+            self.rules(spec)
 
     def __str__(self) -> str:
         return self.description

@@ -14,12 +14,23 @@ from typing import Any
 
 import numpy as np
 
+from particles.errors import invalid
 from particles.fields import spectral
 from particles.fields.kernels import KERNELS
 from particles.fields.weights import draw_layer
 from particles.observables.base import Context
 from particles.observables.energy import energy_definition, energy_scale, energy_value
 from particles.protocols import RunSpec
+
+
+def check(spec: RunSpec) -> None:
+    """Refuse ``spectral_energy`` for a run the series does not serve, or at
+    ``beta = 0`` (field ``observables``)."""
+    why = spectral.refusal(spec) or ("beta = 0 (the energy is another limit there)"
+                                     if spec.beta == 0 else None)
+    if why is not None:
+        raise invalid("observables", "observers without 'spectral_energy' for this run, "
+                      f"since the spectral series {why}", ",".join(spec.observables))
 
 
 def setup(spec: RunSpec) -> dict[str, Any]:

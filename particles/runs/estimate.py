@@ -35,6 +35,7 @@ from typing import Any
 from particles.config import SimulationConfig
 from particles.integrators import INTEGRATORS
 from particles.io.h5md import expected_frames
+from particles.plan import facts
 
 __all__ = ["Estimate", "available_memory", "check_fits", "config_evaluation_seconds",
            "estimate", "estimate_values",
@@ -239,11 +240,9 @@ def config_evaluation_seconds(config: SimulationConfig, *, n: int | None = None)
     from particles.models import MODELS
 
     n = config.n if n is None else int(n)
-    if config.summation == "spectral":
-        from particles.fields import spectral
-
-        # the series' cost (fields.spectral.costs, measured like this module's)
-        return spectral.costs(n, config.d, spectral.degree(config))[1]
+    own = facts(config).evaluation_cost(n)
+    if own is not None:  # a series' own cost model (fields.summation)
+        return own
     sinkhorn = config.normalization == "sinkhorn"
     return evaluation_seconds(
         n=n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,
@@ -294,7 +293,7 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
         basis += f"; Sinkhorn at its cap of {config.sinkhorn_iters} iterations"
     times = PY_FLOAT * len(config.save_times or ()) + 8 * frames
     evaluation = config_evaluation_seconds(config) * work * (speed or 1.0)
-    if config.collapses() and config.T > 0 and work == 1.0:
+    if facts(config).collapses and config.T > 0 and work == 1.0:
         note = "not counted: coincident tokens collapse once clusters form (then faster)"
         basis = f"{basis}; {note}" if basis else note
     return _estimate(

@@ -79,6 +79,7 @@ from particles.engine import integrate, iter_frames
 from particles.errors import IntegrationError
 from particles.integrators import INTEGRATORS
 from particles.models import MODELS, build_problem, collapse
+from particles.plan import Controller, Saves, facts
 from particles.runs.estimate import Estimate, config_evaluation_seconds, estimate
 from particles.runs.initial import initial_tokens
 
@@ -241,9 +242,9 @@ def _step_proxy(config: SimulationConfig, tokens: int) -> SimulationConfig:
     the run sums directly (see the module docstring)."""
     proxy = proxy_config(config, tokens).replace(until_clusters=None, max_wall=None,
                                                  merge_events=False)
-    if proxy.n < config.n and proxy.summation == "spectral":
+    if proxy.n < config.n and facts(proxy).series:
         proxy = proxy.replace(summation="direct", tol=1e-12)
-    if not config.collapses():  # an ensemble's tokens do not collapse, the proxy's would
+    if not facts(config).collapses:  # an ensemble's tokens do not collapse, the proxy's would
         proxy = proxy.replace(collapse_tol=0.0)
     return proxy
 
@@ -274,7 +275,7 @@ def _rows(config: SimulationConfig, x0: np.ndarray, grid: np.ndarray, seconds: f
     they have), until the end of ``grid`` or ``seconds`` of wall time after
     its first interval (which compiles or loads the kernels); ``wall``: the
     seconds after it."""
-    tol = config.collapse_tol if config.collapses() else 0.0
+    tol = config.collapse_tol if facts(config).collapses else 0.0
     out: list[tuple[float, int, int]] = []
     deadline, begin = math.inf, 0.0
     for frame in iter_frames(config.replace(save_times=tuple(grid.tolist()),
@@ -417,11 +418,12 @@ def _probe(config: SimulationConfig, seconds: float, x0: np.ndarray | None) -> S
         return StepProbe(0.0, 0.0, 0, 0.0, T, m, time.perf_counter() - start)
     # a collapsing proxy looks for coincident tokens at every time it stops,
     # which the run does at its save times only
-    grid = _grid(config, dense=m < config.n and not config.collapses())
+    collapses = facts(config).collapses
+    grid = _grid(config, dense=m < config.n and not collapses)
     rows, first = _rows(proxy, X0, grid, seconds)
     runs = [rows]
     reached, probed, _ = rows[-1]
-    if config.collapses() and m < config.n:
+    if collapses and m < config.n:
         # the time tokens coincide is a lottery (module docstring): other tokens
         # draw it again, each while a budget of its own allows the first one's time
         part, left = grid[grid <= reached], SEEDS_BUDGET * seconds
@@ -502,7 +504,7 @@ def machine_speed(config: SimulationConfig, *, seconds: float = SPEED_SECONDS,
     """
     config = config.resolved()
     pairwise = MODELS[config.model].pairwise
-    spectral = config.summation == "spectral"
+    spectral = facts(config).series
     tokens = (SPEED_SPECTRAL_TOKENS if spectral else SPEED_TOKENS) if pairwise \
         else SPEED_LINEAR_TOKENS
     proxy = proxy_config(config, tokens)
@@ -516,8 +518,7 @@ def machine_speed(config: SimulationConfig, *, seconds: float = SPEED_SECONDS,
 
     def timed() -> tuple[float, float]:
         t0 = time.perf_counter()
-        *_, last = integrate(problem, config.integrator, grid, None, dt=config.dt,
-                             max_steps=config.max_steps, rtol=config.rtol, atol=config.atol)
+        *_, last = integrate(problem, config.integrator, Saves(grid), Controller.of(config))
         wall = time.perf_counter() - t0
         if entry.adaptive:
             tried = last.observables["accepted_steps"] + last.observables["rejected_steps"]

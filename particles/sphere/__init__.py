@@ -26,6 +26,7 @@ its constraints on ``n`` and ``d``.
 """
 
 from particles.sphere.geometry import (
+    COLLAPSE_TOL,
     angles_to_circle,
     circle_to_angles,
     equispaced_circle,
@@ -47,6 +48,7 @@ from particles.sphere.samplers import (
 )
 
 __all__ = [
+    "COLLAPSE_TOL",
     "INITIAL_CONDITIONS",
     "SAMPLERS",
     "InitialCondition",

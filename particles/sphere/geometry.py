@@ -17,6 +17,10 @@ from particles.sphere.checks import (
     finish,
 )
 
+#: the chord distance at which two points are one: four ulps of 1, positions that
+#: agree to round-off (the default ``collapse_tol``, :mod:`particles.models.collapse`).
+COLLAPSE_TOL = 4 * float(np.finfo(np.float64).eps)
+
 # Below these norms the closed forms sin(t)/t and θ/sin(θ) are 0/0; the
 # truncated series are exact to double precision there (next terms ~ t^6 < 1e-24).
 _EXP_TAYLOR = 1e-4

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from particles.errors import ConfigError
+from particles.protocols import RunSpec
 from particles.sphere.checks import (
     FloatArray,
     check_batch,
@@ -434,10 +435,10 @@ class InitialCondition:
     def __str__(self) -> str:
         return self.description
 
-    def check(self, n: int, d: int) -> None:
+    def check(self, spec: RunSpec) -> None:
         """Raise :class:`~particles.errors.ConfigError` (a ValueError, field ``init``)
-        when ``n`` tokens in dimension ``d`` cannot start from it."""
-        why = self.requires(n, d) if self.requires is not None else None
+        when the run's ``n`` tokens in dimension ``d`` cannot start from it."""
+        why = self.requires(spec.n, spec.d) if self.requires is not None else None
         if why:
             raise ConfigError(why, "init")
 

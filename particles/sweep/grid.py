@@ -40,6 +40,7 @@ import numpy as np
 
 from particles.config import SimulationConfig
 from particles.errors import SweepError
+from particles.plan import facts
 from particles.seeds import fresh_seed, sweep_point_seed
 
 if TYPE_CHECKING:
@@ -474,7 +475,7 @@ class SweepSpec:
                 raise SweepError(
                     "--weight-draws: a sweep supports 'shared' draws only (every system of a "
                     "grid point is an independent start with the point's weights)")
-            frames = config.frame_count()  # counted before the times are made
+            frames = facts(config).frames  # counted before the times are made
             if frames > MAX_FRAMES:
                 raise SweepError(f"{frames:.3g} save times{where}; a sweep stores every "
                                  f"system's statistics at each, at most {MAX_FRAMES} "

@@ -42,6 +42,7 @@ from particles.analysis.merges import DEFAULT_MIN_DECADES, timescales
 from particles.config import SimulationConfig, parse_init
 from particles.models import build_problem
 from particles.observables import observation
+from particles.plan import Controller, Saves
 from particles.seeds import sweep_noise_keys, sweep_system_rng
 from particles.sphere import INITIAL_CONDITIONS
 
@@ -186,8 +187,8 @@ def run_task(task: Task) -> TaskResult:
     energy = np.empty((m, F))
     order = np.empty((m, F))
     pos = np.empty((m, F, config.n, config.d)) if task.positions else None
-    for frame in integrate(problem, config.integrator, times, observers, dt=config.dt,
-                           max_steps=config.max_steps, rtol=config.rtol, atol=config.atol):
+    for frame in integrate(problem, config.integrator, Saves(times, observers=observers),
+                           Controller.of(config)):
         k, values = frame.index, frame.observables
         pairs[:, k] = values["pair_counts"]
         counts[:, k] = values["cluster_count"]

@@ -31,7 +31,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("particles.sphere", "particles.trajectory"),
     ("particles.fields", "particles.integrators", "particles.observables"),
     # models build problems from a configuration, which validates against them
-    ("particles.config", "particles.models"),
+    ("particles.config", "particles.options", "particles.values", "particles.rules",
+     "particles.models", "particles.plan"),
     ("particles.engine", "particles.events", "particles.circle", "particles.meanfield"),
     ("particles.io",),
     ("particles.analysis",),

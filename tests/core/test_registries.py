@@ -114,7 +114,7 @@ def test_initial_condition_constraints():
         SimulationConfig(n=5, d=3, beta=1.0, init="equispaced")
     with pytest.raises(ValueError, match=r"^init must be 'cap:EPS' with 0 < EPS <= pi"):
         SimulationConfig(n=5, d=3, beta=1.0, init="cap:4")
-    INITIAL_CONDITIONS["orthogonal"].check(3, 3)
+    INITIAL_CONDITIONS["orthogonal"].check(SimulationConfig(n=3, d=3, beta=1.0))
 
 
 # ------------------------------------------------ frequency distributions

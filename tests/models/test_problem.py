@@ -23,6 +23,7 @@ from particles.fields.angle import angle_field
 from particles.models import MODELS, Hints, Noise, Problem, build_field, build_problem
 from particles.models.kuramoto import ANGLE_INTEGRATORS, circle_points
 from particles.observables import observation
+from particles.plan import Controller, Saves
 
 
 def _groups(k: int, size: int):
@@ -43,7 +44,8 @@ def test_a_problem_of_groups_runs_through_integrate():
                       to_positions=_groups(k, size), hints=Hints(state="phases"))
     spec = SimulationConfig(n=k * size, d=2, beta=0.0)
     times = np.array([0.0, 0.5, 1.5])
-    frames = list(integrate(problem, "rk4", times, observation(("order",), spec), dt=0.1))
+    frames = list(integrate(problem, "rk4", Saves(times, observers=observation(("order",), spec)),
+                            Controller(dt=0.1)))
     assert [f.index for f in frames] == [0, 1, 2]
     assert [f.step for f in frames] == [0, 5, 15]
     for f in frames:
@@ -60,10 +62,10 @@ def test_the_noise_is_the_problems_and_the_steppers():
     field = angle_field("kuramoto", 2, coupling=0.0, omega=np.zeros(2))
     quiet = Problem(state0=np.zeros((1, 2, 1)), space="flat", field=field)
     with pytest.raises(ValueError, match="'heun' is stochastic: the problem needs a noise"):
-        next(integrate(quiet, "heun", np.array([0.0, 1.0]), dt=0.1))
+        next(integrate(quiet, "heun", Saves(np.array([0.0, 1.0])), Controller(dt=0.1)))
     noisy = dataclasses.replace(quiet, noise=Noise(0.3, np.zeros((1, 2), dtype=np.uint64)))
     with pytest.raises(ValueError, match="needs a stochastic integrator, not 'rk4'"):
-        next(integrate(noisy, "rk4", np.array([0.0, 1.0]), dt=0.1))
+        next(integrate(noisy, "rk4", Saves(np.array([0.0, 1.0])), Controller(dt=0.1)))
     with pytest.raises(ValueError, match="space must be one of"):
         Problem(state0=np.zeros((1, 2, 1)), space="torus", field=field)
 
@@ -96,9 +98,9 @@ def test_iter_frames_is_integrate_of_the_models_problem():
                               weight_draws="independent")
     X0 = initial_positions(config)
     frames = list(iter_frames(config, X0))
-    again = list(integrate(build_problem(config, X0), config.integrator,
-                           config.output_times(),
-                           observation(config.observables, config), dt=config.dt))
+    saves = Saves(config.output_times(), observers=observation(config.observables, config))
+    again = list(integrate(build_problem(config, X0), config.integrator, saves,
+                           Controller(dt=config.dt)))
     for a, b in zip(frames, again, strict=True):
         assert np.array_equal(a.positions, b.positions)
         for key in a.observables:
@@ -125,7 +127,7 @@ def test_step_size_warning_takes_the_fields_rates():
     problem = Problem(state0=np.zeros((1, 100, 1)), space="flat", field=field)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        next(integrate(problem, "rk4", np.array([0.0, 0.1]), dt=0.1))
+        next(integrate(problem, "rk4", Saves(np.array([0.0, 0.1])), Controller(dt=0.1)))
     (w,) = [c for c in caught if issubclass(c.category, StepSizeWarning)]
     assert "only the fast tokens are at risk: 1 of 100 tokens (1.00%)" in str(w.message)
     assert w.filename == __file__
