@@ -51,7 +51,7 @@ from threadpoolctl import threadpool_limits
 
 from particles._numba import compile_target, kernel_vector_bits
 from particles.config import SimulationConfig
-from particles.engine import _blas_guard, execution_plan
+from particles.engine import blas_guard, execution_plan
 from particles.fastexp import exp_row
 from particles.integrators.driver import fixed_runner
 from particles.integrators.noise import no_keys
@@ -146,7 +146,7 @@ def particles_step(n: int, d: int, batch: int | None, beta: float, h: float
     X = _tokens(n, d, batch)
 
     def go():
-        with _blas_guard(field, layout):
+        with blas_guard(field, layout):
             run(X, 0.0, steps, h, field.params, wsize, no_keys(X.shape[0]), 0)
 
     return go, steps, f"{field.name}/{layout}"

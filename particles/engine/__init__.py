@@ -52,7 +52,10 @@ from particles.engine.layout import (
 from particles.engine.loop import integrate
 from particles.engine.stepping import march
 from particles.engine.stepsize import POPULATION_AT_RISK, STEP_LIMIT, check_step_size
-from particles.errors import IntegrationError, StepSizeWarning
+
+# re-exported (the engine raises and warns them; their home is particles.errors)
+from particles.errors import IntegrationError as IntegrationError
+from particles.errors import StepSizeWarning as StepSizeWarning
 from particles.models import Problem, build_field, build_problem, collapse
 from particles.observables import observation
 from particles.plan import Controller, Plan, Saves, Start, Watch, plan
@@ -62,14 +65,10 @@ from particles.sphere.checks import unit_rows
 from particles.trajectory import Frame, Trajectory
 
 __all__ = ["POPULATION_AT_RISK", "ROWS_PARALLEL_MIN_N", "STEP_LIMIT", "Controller", "Frame",
-           "IntegrationError", "Saves", "Start", "StepSizeWarning", "Watch", "blas_guard",
+           "Saves", "Start", "Watch", "blas_guard",
            "check_step_size", "collect", "drift_of", "execution_plan", "init_rng",
            "initial_positions", "integrate", "iter_frames", "layer_segments", "layout_of",
            "march", "noise_keys", "run", "seed_sequences", "simulate", "speed_bound"]
-
-# the names these had when the engine was one module (tests and benchmarks use them)
-_blas_guard, _layer_segments, _layout = blas_guard, layer_segments, layout_of
-
 
 def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) -> np.ndarray:
     """Initial tokens of a run, always with a batch axis.

@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 
 from particles.config import SimulationConfig
-from particles.engine import ROWS_PARALLEL_MIN_N, _layer_segments, simulate
+from particles.engine import ROWS_PARALLEL_MIN_N, layer_segments, simulate
 from particles.fields import attention_reference_of, select_qkv
 from particles.fields.weights import draw_layer, draw_weights
 from particles.models import build_field
 
 
 def test_segments_split_at_layer_boundaries():
-    assert _layer_segments(0.0, 1.0, None) == [(0.0, 1.0, 0)]
-    assert _layer_segments(0.0, 1.0, 0.4) == [(0.0, 0.4, 0), (0.4, 0.8, 1), (0.8, 1.0, 2)]
-    assert _layer_segments(0.8, 1.2, 0.4) == [(0.8, 1.2, 2)]
+    assert layer_segments(0.0, 1.0, None) == [(0.0, 1.0, 0)]
+    assert layer_segments(0.0, 1.0, 0.4) == [(0.0, 0.4, 0), (0.4, 0.8, 1), (0.8, 1.0, 2)]
+    assert layer_segments(0.8, 1.2, 0.4) == [(0.8, 1.2, 2)]
 
 
 def test_layers_equal_runs_chained_by_hand():
@@ -187,10 +187,10 @@ def test_multihead_and_rbf_blas_paths_get_single_threaded_blas():
     (the guard matched the plain "blas" path only)."""
     from contextlib import nullcontext
 
-    from particles.engine import _blas_guard
+    from particles.engine import blas_guard
 
     for extra in (dict(heads=2), dict(kernel="rbf"), dict()):
         field = build_field(SimulationConfig(n=8, d=30, beta=1.0, **extra))
         assert "blas" in field.name
-        assert not isinstance(_blas_guard(field, "rows"), nullcontext)
-        assert isinstance(_blas_guard(field, "serial"), nullcontext)
+        assert not isinstance(blas_guard(field, "rows"), nullcontext)
+        assert isinstance(blas_guard(field, "serial"), nullcontext)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from particles.config import SimulationConfig
-from particles.engine import _blas_guard, initial_positions, integrate, iter_frames
+from particles.engine import blas_guard, initial_positions, integrate, iter_frames
 from particles.errors import StepSizeWarning
 from particles.fields.angle import angle_field
 from particles.models import MODELS, Hints, Noise, Problem, build_field, build_problem
@@ -109,16 +109,16 @@ def test_iter_frames_is_integrate_of_the_models_problem():
     assert np.array_equal(frames[0].positions, X0)
 
 
-def test_blas_guard_follows_the_fields_declaration():
+def testblas_guard_follows_the_fields_declaration():
     blas = build_field(SimulationConfig(n=8, d=24, beta=1.0))
     direct = build_field(SimulationConfig(n=8, d=3, beta=1.0))
     assert blas.blas and not direct.blas
     assert "blas" in blas.name.split("_")
     # the declaration decides, not the name
     named = dataclasses.replace(direct, name="blas")
-    assert type(_blas_guard(named, "batch")).__name__ == "nullcontext"
-    assert type(_blas_guard(blas, "batch")).__name__ != "nullcontext"
-    assert type(_blas_guard(blas, "serial")).__name__ == "nullcontext"
+    assert type(blas_guard(named, "batch")).__name__ == "nullcontext"
+    assert type(blas_guard(blas, "batch")).__name__ != "nullcontext"
+    assert type(blas_guard(blas, "serial")).__name__ == "nullcontext"
 
 
 def test_step_size_warning_takes_the_fields_rates():
