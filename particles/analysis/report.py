@@ -19,6 +19,9 @@ File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
       fourier/mode                 (frames[, batch])    int64, d = 2 only: dominant mode
                                                         k of the empirical measure
       fourier/modulus              (frames[, batch])    float64, its |c_k|
+      harmonics/power              (frames[, batch], max_degree + 1) float64, d = 3
+                                                        only: degree-l power P_l of the
+                                                        empirical measure (attr max_degree)
       labels                       (frames[, batch], n) int32, persistent cluster ids
       scalars/<name>               (frames[, batch])    energy, energy_normalized,
                                    order_parameter, min_inner_product,
@@ -79,6 +82,7 @@ import numpy as np
 from particles.analysis.clusters import DEFAULT_MASS_FRACTION, mass_counts
 from particles.analysis.components import DEFAULT_EPS
 from particles.analysis.ensemble import EnsembleStats, ensemble_stats
+from particles.analysis.harmonics import DEFAULT_MAX_DEGREE, harmonic_power
 from particles.analysis.histograms import DEFAULT_BINS, pair_histogram
 from particles.analysis.merges import (
     DEFAULT_MIN_DECADES,
@@ -145,6 +149,9 @@ class AnalysisResult:
     fourier_mode, fourier_modulus : ndarray, shape of ``counts``, optional
         d = 2: the dominant Fourier mode k of each frame's empirical measure
         and its ``|c_k|`` (:mod:`particles.analysis.modes`); None otherwise.
+    harmonic_power : ndarray, shape ``counts.shape + (max_degree + 1,)``, optional
+        d = 3: the degree-l power ``P_l`` of each frame's empirical measure
+        (:mod:`particles.analysis.harmonics`); None otherwise.
     located : tuple of Merge
         The merges the run located while it ran (``merge_events=True``:
         cluster counts at eps 0.05, times to the integrator's tolerance,
@@ -166,6 +173,7 @@ class AnalysisResult:
     mass_counts: np.ndarray | None = None
     fourier_mode: np.ndarray | None = None
     fourier_modulus: np.ndarray | None = None
+    harmonic_power: np.ndarray | None = None
     located: tuple[Merge, ...] = ()
 
     @property
@@ -577,6 +585,7 @@ def analyze(
     mode = modulus = None
     if d == 2:
         mode, modulus = fourier_modes(x, max_mode, masses)
+    power = harmonic_power(x, DEFAULT_MAX_DEGREE, masses) if d == 3 else None
     settings = {
         **merge.settings(),
         "bins": int(bins),
@@ -609,6 +618,7 @@ def analyze(
         mass_counts=heavy,
         fourier_mode=mode,
         fourier_modulus=modulus,
+        harmonic_power=power,
         located=tuple(getattr(trajectory, "merge_events", ())),
     )
 
@@ -680,6 +690,9 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     if result.fourier_mode is not None:
         data["fourier/mode"] = result.fourier_mode.astype(np.int64)
         data["fourier/modulus"] = result.fourier_modulus.astype(np.float64)
+    if result.harmonic_power is not None:
+        data["harmonics/power"] = result.harmonic_power.astype(np.float64)
+        attrs["max_degree"] = result.harmonic_power.shape[-1] - 1
     for name, v in result.scalars.items():
         data[f"scalars/{name}"] = v
     data["histogram/bin_edges"] = result.bin_edges
@@ -700,7 +713,8 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     if st is not None:
         data.update(_ensemble_datasets(st))
     groups = ("scalars", "histogram", "timescales") + (
-        ("fourier",) if result.fourier_mode is not None else ())
+        ("fourier",) if result.fourier_mode is not None else ()) + (
+        ("harmonics",) if result.harmonic_power is not None else ())
     write_analysis_group(path, attrs, data, groups=groups, compressed=("labels",))
 
 
@@ -819,7 +833,8 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
     return AnalysisResult(
         times, counts, labels, scalars, edges, hist, merges, splits, plateaus, ts, settings, info,
         mass_counts=stored.datasets.get("mass_count"), fourier_mode=fourier.get("mode"),
-        fourier_modulus=fourier.get("modulus"), located=located,
+        fourier_modulus=fourier.get("modulus"),
+        harmonic_power=stored.datasets.get("harmonics/power"), located=located,
     )
 
 

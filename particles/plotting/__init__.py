@@ -35,6 +35,7 @@ from particles.analysis import AnalysisResult, InnerProductHistogram, analyze
 from particles.display import time_text, value_text
 from particles.paths import check_output_path, replacing
 from particles.plotting.frames import nearest_frames
+from particles.plotting.harmonics import mode_power, modes_figure
 from particles.plotting.save import save_figure
 from particles.plotting.titles import run_title, time_label
 
@@ -924,6 +925,14 @@ def _draw_energy(v: _View) -> Figure:
     return fig
 
 
+def _draw_modes(v: _View) -> Figure:
+    """Power of each degree against time and degree, the theory's l* marked."""
+    T, info = v.analysis.times, v.analysis.info
+    frames = default_frames(T, 4) if v.times is None else nearest_frames(T, v.times)
+    return modes_figure(T, mode_power(v.analysis, v.traj, v.system), info["beta"], info["n"],
+                        info["d"], frames, v.title(member=True), v.time_label)
+
+
 @dataclass(frozen=True)
 class FigureKind:
     """A registered figure kind of ``particles plot``.
@@ -960,6 +969,9 @@ KINDS: dict[str, FigureKind] = {k.name: k for k in (
                "trajectories", _draw_sphere, uses_times=True),
     FigureKind("energy", "normalised energy staircase against log time vs the cluster-size "
                "prediction", _draw_energy),
+    FigureKind("modes", "power of the tokens' measure by degree (S^2: spherical harmonics) "
+               "against time, the linear theory's fastest degree l* marked", _draw_modes,
+               uses_times=True),
     FigureKind("movie", "GIF animation of the tokens", None, ".gif"),
 )}
 
