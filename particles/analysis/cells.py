@@ -128,13 +128,16 @@ def bin_cells(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     low = key.min(axis=0)
     span = key.max(axis=0) - low + 1
     if float(np.prod(span.astype(np.float64))) < 2.0**62:
-        # one integer per cell: a 1-d unique is ten times faster than rows'
+        # one integer per cell, sorted once: ten times faster than rows' unique
         stride = np.concatenate([[1], np.cumprod(span[:-1])]).astype(np.int64)
-        inv = np.unique((key - low) @ stride, return_inverse=True)[1]
+        flat = (key - low) @ stride
+        order = np.argsort(flat, kind="stable").astype(np.int64)
+        ids = np.concatenate([[0], np.cumsum(np.diff(flat[order]) != 0)])
+        inv = np.empty(flat.size, dtype=np.int64)
+        inv[order] = ids
     else:
-        inv = np.unique(key, axis=0, return_inverse=True)[1]
-    inv = inv.ravel().astype(np.int64)
-    order = np.argsort(inv, kind="stable").astype(np.int64)
+        inv = np.unique(key, axis=0, return_inverse=True)[1].ravel().astype(np.int64)
+        order = np.argsort(inv, kind="stable").astype(np.int64)
     start = np.concatenate([[0], np.cumsum(np.bincount(inv))]).astype(np.int64)
     return inv, order, start
 

@@ -18,6 +18,14 @@ the interval bound and ``(|x|^2 + |y|^2 - |x - y|^2) / 2`` with the boxes'
 largest distance, tight for nearby cells).  Pairs inside one cell are tried
 (pair by pair) only when that cell's lower bound is below it too.
 
+When some pair is more than 90 degrees apart (the first best value, from
+:data:`PROBES` tokens against all, is negative), only nearly antipodal cells
+can hold the minimum: ``<x, y> = (|x + y|^2 - |x|^2 - |y|^2) / 2``, so a pair
+below the best value ``b`` has ``|x + y|^2 <= 2 b + 2 max |x|^2``, and the
+cell pairs with ``|c_A + c_B|`` within that plus ``r_A + r_B`` come from a
+KD-tree on the cells' centres (a finer grid, :data:`ANTIPODAL_GRID`);
+otherwise every cell pair of a :data:`GRID` grid is bounded.
+
 The result is the pair loop's value, or at most :data:`TOL` above it: every
 inner product is summed in coordinate order, as
 :func:`particles.observables.compute_observables` sums it, the windows carry
@@ -34,8 +42,13 @@ import numpy as np
 from particles._numba import cached
 from particles.analysis.cells import bin_cells, boxes
 
-#: cells per axis of the grid over the tokens' bounding box.
+#: cells per axis of the grid over the tokens' bounding box: every cell pair
+#: is bounded (GRID), or only those near antipodal (ANTIPODAL_GRID).
 GRID = 24
+ANTIPODAL_GRID = 32
+
+#: tokens whose inner products with every token give the first best value.
+PROBES = 32
 
 #: margin on every bound and window: the rounding of an inner product of
 #: near-unit vectors is below 1e-15.
@@ -49,8 +62,10 @@ TOL = 1e-10
 
 
 @cached()
-def _min_inner(X, order, start, lo, hi, sqmin, out):
-    """out[0] = min_{i<j} <x_i, x_j> for X (n, d); cells as in the module docstring."""
+def _min_inner(X, order, start, lo, hi, sqmin, pairs, every, i0, j0, out):
+    """out[0] = min_{i<j} <x_i, x_j> for X (n, d), cells as in the module docstring:
+    every cell pair A <= B (``every``) or those of ``pairs`` (p, 2); the pair
+    (i0, j0) gives the first best value."""
     n, d = X.shape
     m = start.shape[0] - 1
     c = np.empty((m, d))
@@ -61,87 +76,94 @@ def _min_inner(X, order, start, lo, hi, sqmin, out):
             c[A, a] = 0.5 * (lo[A, a] + hi[A, a])
             q += (0.5 * (hi[A, a] - lo[A, a])) ** 2
         r[A] = np.sqrt(q)
-    # the best known value: first tokens of every cell pair, pairs within cells
-    best = np.inf
-    for A in range(m):
-        i = order[start[A]]
-        for B in range(A + 1, m):
-            j = order[start[B]]
-            s = 0.0
-            for a in range(d):
-                s += X[i, a] * X[j, a]
-            best = min(best, s)
-        if start[A + 1] - start[A] > 1:
-            j = order[start[A] + 1]
-            s = 0.0
-            for a in range(d):
-                s += X[i, a] * X[j, a]
-            best = min(best, s)
+    best = 0.0
+    for a in range(d):
+        best += X[i0, a] * X[j0, a]
     ia = np.empty(n, dtype=np.int64)
     jb = np.empty(n, dtype=np.int64)
-    for A in range(m):
-        for B in range(A, m):
-            lb = 0.0  # interval lower bound of <x, y> over the two boxes
-            far = 0.0  # their largest squared distance
-            for a in range(d):
-                p1 = lo[A, a] * lo[B, a]
-                p2 = lo[A, a] * hi[B, a]
-                p3 = hi[A, a] * lo[B, a]
-                p4 = hi[A, a] * hi[B, a]
-                lb += min(min(p1, p2), min(p3, p4))
-                far += max(hi[A, a] - lo[B, a], hi[B, a] - lo[A, a]) ** 2
-            # <x, y> = (|x|^2 + |y|^2 - |x - y|^2) / 2: tight for close cells
-            lb = max(lb, 0.5 * (sqmin[A] + sqmin[B] - far))
-            if lb - SLACK >= best - TOL:
-                continue
-            if A == B:
-                for u in range(start[A], start[A + 1]):
-                    i = order[u]
-                    for v in range(u + 1, start[A + 1]):
-                        j = order[v]
-                        s = 0.0
-                        for a in range(d):
-                            s += X[i, a] * X[j, a]
-                        best = min(best, s)
-                continue
-            e = r[A] * r[B]
-            amin = np.inf
+    total = m * (m + 1) // 2 if every else pairs.shape[0]
+    A = 0
+    B = -1
+    for p in range(total):
+        if every:  # the next pair A <= B
+            B += 1
+            if B == m:
+                A += 1
+                B = A
+        else:
+            A = pairs[p, 0]
+            B = pairs[p, 1]
+        lb = 0.0  # interval lower bound of <x, y> over the two boxes
+        far = 0.0  # their largest squared distance
+        for a in range(d):
+            p1 = lo[A, a] * lo[B, a]
+            p2 = lo[A, a] * hi[B, a]
+            p3 = hi[A, a] * lo[B, a]
+            p4 = hi[A, a] * hi[B, a]
+            lb += min(min(p1, p2), min(p3, p4))
+            far += max(hi[A, a] - lo[B, a], hi[B, a] - lo[A, a]) ** 2
+        # <x, y> = (|x|^2 + |y|^2 - |x - y|^2) / 2: tight for close cells
+        lb = max(lb, 0.5 * (sqmin[A] + sqmin[B] - far))
+        if lb - SLACK >= best - TOL:
+            continue
+        if A == B:
             for u in range(start[A], start[A + 1]):
-                s = 0.0
-                for a in range(d):
-                    s += X[order[u], a] * c[B, a]
-                amin = min(amin, s)
-            bmin = np.inf
-            for v in range(start[B], start[B + 1]):
-                s = 0.0
-                for a in range(d):
-                    s += c[A, a] * X[order[v], a]
-                bmin = min(bmin, s)
-            na = 0
-            for u in range(start[A], start[A + 1]):
-                s = 0.0
-                for a in range(d):
-                    s += X[order[u], a] * c[B, a]
-                if s <= amin + 2.0 * e + SLACK:
-                    ia[na] = order[u]
-                    na += 1
-            nb = 0
-            for v in range(start[B], start[B + 1]):
-                s = 0.0
-                for a in range(d):
-                    s += c[A, a] * X[order[v], a]
-                if s <= bmin + 2.0 * e + SLACK:
-                    jb[nb] = order[v]
-                    nb += 1
-            for u in range(na):
-                i = ia[u]
-                for v in range(nb):
-                    j = jb[v]
+                i = order[u]
+                for v in range(u + 1, start[A + 1]):
+                    j = order[v]
                     s = 0.0
                     for a in range(d):
                         s += X[i, a] * X[j, a]
                     best = min(best, s)
+            continue
+        e = r[A] * r[B]
+        amin = np.inf
+        for u in range(start[A], start[A + 1]):
+            s = 0.0
+            for a in range(d):
+                s += X[order[u], a] * c[B, a]
+            amin = min(amin, s)
+        bmin = np.inf
+        for v in range(start[B], start[B + 1]):
+            s = 0.0
+            for a in range(d):
+                s += c[A, a] * X[order[v], a]
+            bmin = min(bmin, s)
+        na = 0
+        for u in range(start[A], start[A + 1]):
+            s = 0.0
+            for a in range(d):
+                s += X[order[u], a] * c[B, a]
+            if s <= amin + 2.0 * e + SLACK:
+                ia[na] = order[u]
+                na += 1
+        nb = 0
+        for v in range(start[B], start[B + 1]):
+            s = 0.0
+            for a in range(d):
+                s += c[A, a] * X[order[v], a]
+            if s <= bmin + 2.0 * e + SLACK:
+                jb[nb] = order[v]
+                nb += 1
+        for u in range(na):
+            i = ia[u]
+            for v in range(nb):
+                j = jb[v]
+                s = 0.0
+                for a in range(d):
+                    s += X[i, a] * X[j, a]
+                best = min(best, s)
     out[0] = best
+
+
+def _cells(x: np.ndarray, grid: int) -> tuple[np.ndarray, ...]:
+    """``order, start, lo, hi, sqmin`` of a grid of ``grid`` cells per axis."""
+    low, high = x.min(axis=0), x.max(axis=0)
+    h = np.maximum((high - low) / grid, np.finfo(np.float64).tiny)
+    _, order, start = bin_cells(np.minimum(np.floor((x - low) / h), grid - 1).astype(np.int64))
+    lo, hi = boxes(x, order, start)
+    sqmin = np.minimum.reduceat(np.einsum("ia,ia->i", x, x)[order], start[:-1])
+    return order, start, lo, hi, sqmin
 
 
 def min_inner_product(x: np.ndarray) -> float:
@@ -156,15 +178,33 @@ def min_inner_product(x: np.ndarray) -> float:
     float
         The pair loop's value, or at most :data:`TOL` above it.
     """
+    from scipy.spatial import cKDTree
+
     x = np.ascontiguousarray(x, dtype=np.float64)
     n = x.shape[0]
     if n < 2:
         raise ValueError(f"the smallest pair inner product needs 2 tokens or more, got {n}")
-    low, high = x.min(axis=0), x.max(axis=0)
-    h = np.maximum((high - low) / GRID, np.finfo(np.float64).tiny)
-    _, order, start = bin_cells(np.minimum(np.floor((x - low) / h), GRID - 1).astype(np.int64))
-    lo, hi = boxes(x, order, start)
-    sqmin = np.minimum.reduceat(np.einsum("ia,ia->i", x, x)[order], start[:-1])
+    probes = np.unique(np.linspace(0, n - 1, min(n, PROBES)).astype(np.int64))
+    g = x[probes] @ x.T
+    g[np.arange(probes.size), probes] = np.inf
+    k = int(np.argmin(g))
+    i0, j0 = int(probes[k // n]), k % n
+    first = float(g.flat[k])
     out = np.empty(1)
-    _min_inner(x, order, start, lo, hi, sqmin, out)
+    if first < 0:  # only nearly antipodal cells
+        order, start, lo, hi, sqmin = _cells(x, ANTIPODAL_GRID)
+        centres = 0.5 * (lo + hi)
+        r = 0.5 * np.sqrt(np.einsum("ca,ca->c", hi - lo, hi - lo))
+        sq = float(np.einsum("ia,ia->i", x, x).max())
+        reach = np.sqrt(max(0.0, 2.0 * first + 2.0 * sq) + 1e-9) + 2.0 * float(r.max()) + 1e-9
+        near = cKDTree(centres).sparse_distance_matrix(cKDTree(-centres), reach,
+                                                       output_type="ndarray")
+        keep = near["i"] <= near["j"]
+        pairs = np.ascontiguousarray(np.stack([near["i"][keep], near["j"][keep]], axis=1),
+                                     dtype=np.int64)
+        _min_inner(x, order, start, lo, hi, sqmin, pairs, False, i0, j0, out)
+    else:
+        order, start, lo, hi, sqmin = _cells(x, GRID)
+        _min_inner(x, order, start, lo, hi, sqmin, np.zeros((0, 2), dtype=np.int64), True, i0,
+                   j0, out)
     return float(out[0])
