@@ -75,6 +75,7 @@ def modes_figure(times: np.ndarray, power: np.ndarray, beta: float, n: int, d: i
     pos = times[times > 0]
     if pos.size:
         ax1.set_xscale("symlog", linthresh=float(pos[0]))
+        ax1.set_xlim(float(times[0]), float(times[-1]))
     ax1.set_xlabel(time_label)
     ax1.set_ylabel("normalised power Q_l")
     ax1.legend(fontsize=7, ncol=2)
