@@ -12,10 +12,16 @@ pairs of centres merging in the last quarter, t from 1e-2 to 30), then prints
 * the whole ``analyze_file`` (reading, tracking, writing the sidecar) of the
   file; ``before`` estimated from the per-frame parts times the frames.
 
+``--crossover`` prints instead the milliseconds of the cluster labels of one
+system by cells (:mod:`particles.analysis.cells`) and by the pair loop, for
+d = 2 .. 16 and n = 250 .. 4000, uniform and clustered tokens: the rule
+``use_cells`` (n >= 1000, d <= 8) is read from it.
+
 Usage::
 
     python benchmarks/bench_analysis.py                      # n = 1e4 and 1e5, 100 frames
     python benchmarks/bench_analysis.py --n 100000 --frames 20
+    python benchmarks/bench_analysis.py --crossover
 """
 
 from __future__ import annotations
@@ -90,13 +96,51 @@ def parts(x: np.ndarray) -> dict[str, float]:
     return out
 
 
+def crossover(repeats: int = 5) -> None:
+    """Cells against the pair loop for one system (module docstring)."""
+    from particles.analysis.components import _components_batch
+
+    rng = np.random.default_rng(1)
+    cos_eps = float(np.cos(0.05))
+
+    def best(fn) -> float:
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    print(f"{'d':>3} {'n':>5} {'tokens':>9} {'cells ms':>9} {'pairs ms':>9}")
+    for d in (2, 3, 4, 8, 16):
+        for n in (250, 500, 1000, 2000, 4000):
+            for kind in ("uniform", "clustered"):
+                if kind == "uniform":
+                    x = rng.standard_normal((n, d))
+                else:
+                    c = rng.standard_normal((10, d))
+                    x = c[rng.integers(0, 10, n)] + 0.01 * rng.standard_normal((n, d))
+                x /= np.linalg.norm(x, axis=1, keepdims=True)
+                labels = np.empty((1, n), dtype=np.int64)
+                counts = np.empty(1, dtype=np.int64)
+                a = best(lambda x=x: cells.cell_labels(x, cos_eps))
+                b = best(lambda x=x, labels=labels, counts=counts: _components_batch(
+                    x[None], cos_eps, labels, counts))
+                print(f"{d:>3} {n:>5} {kind:>9} {a * 1e3:>9.2f} {b * 1e3:>9.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--frames", type=int, default=100)
     ap.add_argument("--before-max", type=int, default=100_000,
                     help="largest n timed on the pair loops")
+    ap.add_argument("--crossover", action="store_true",
+                    help="cells against the pair loop for small n (the rule use_cells)")
     args = ap.parse_args()
+    if args.crossover:
+        crossover()
+        return
     warm = positions(large.LARGE_N, 4)[1][-1]
     parts(warm)  # load the compiled kernels once
     with pair_loops():

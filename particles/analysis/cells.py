@@ -43,11 +43,14 @@ from particles.observables.pairs import find_root
 TOL_ULPS = 4.0
 
 #: the cells pay from this many tokens on (the pair loop below: the
-#: KD-tree's and Python's fixed costs; benchmarks/bench_analysis.py).
+#: KD-tree's and Python's fixed costs).  Measured on one thread
+#: (``benchmarks/bench_analysis.py --crossover``): even at n = 500-1000 in
+#: d <= 4, 7x faster at n = 2000 and 8-60x at 4000.
 CELLS_MIN_N = 1000
 
 #: and up to this dimension: a cube's diagonal grows as sqrt(d), so the
-#: cells shrink and stop grouping tokens.
+#: cells shrink and stop grouping tokens.  d = 8: 6-30x faster on clustered
+#: frames, up to 1.2x slower on uniform ones; d = 16: no gain.
 CELLS_MAX_D = 8
 
 
