@@ -208,3 +208,44 @@ def min_inner_product(x: np.ndarray) -> float:
         _min_inner(x, order, start, lo, hi, sqmin, np.zeros((0, 2), dtype=np.int64), True, i0,
                    j0, out)
     return float(out[0])
+
+
+def wide_by_cells(x: np.ndarray, labels: np.ndarray) -> bool:
+    """The spread rule (:mod:`particles.observables.spread`) for one large system:
+    whether a component of ``labels`` has two tokens with ``<x_i, x_j> < 0``.
+
+    The components within :data:`~particles.observables.spread.SCREEN_COS` of
+    their mean direction are screened out as there (with a margin); each other
+    one is decided by its :func:`min_inner_product` (negative: wide; at least
+    :data:`TOL`: not), and one within TOL of 0 by the pair loop.  The same
+    answer as :func:`~particles.observables.spread.wide_systems` without its
+    O(n_c^2) pass over a component that spans 45 to 90 degrees.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+    labels : ndarray of int, shape (n,)
+        Components numbered ``0 .. k-1``.
+    """
+    from particles.observables.spread import SCREEN_COS, wide_systems
+
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    k = int(labels.max()) + 1
+    sums = np.zeros((k, x.shape[1]))
+    np.add.at(sums, labels, x)
+    proj = np.einsum("ia,ia->i", x, sums[labels])
+    need = SCREEN_COS**2 * np.einsum("ca,ca->c", sums, sums)[labels]
+    # the screen's own test, with a margin far above rounding: a token that
+    # passes it is well inside the cap
+    outside = ~((proj > 0) & (proj * proj > need * (1.0 + 1e-9)))
+    for c in np.unique(labels[outside]):
+        members = np.flatnonzero(labels == c)
+        if members.size < 2:
+            continue
+        v = min_inner_product(x[members])
+        if v < 0:
+            return True
+        if v < TOL and wide_systems(x[members][None], np.zeros((1, members.size), np.int64))[0]:
+            return True
+    return False

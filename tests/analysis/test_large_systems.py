@@ -77,3 +77,31 @@ def test_scale_counts_keeps_the_scaled_total():
     out = scale_counts(c, 2.5)
     np.testing.assert_array_equal(out.sum(axis=1), np.rint(c.sum(axis=1) * 2.5))
     assert np.all(np.abs(out - 2.5 * c) < 1)
+
+
+def test_the_spread_rule_by_cells_is_the_pair_loops():
+    from particles.analysis.minimum import wide_by_cells
+    from particles.observables.spread import wide_systems_reference
+
+    rng = np.random.default_rng(11)
+    u = normalize(rng.normal(size=(1200, 3)))
+    systems = []
+    for cap in (70.0, 89.0, 100.0, 120.0):  # one component, caps round the pole
+        keep = u[u[:, 2] > np.cos(np.radians(cap / 2))]
+        systems.append((keep, np.zeros(len(keep), dtype=np.int64)))
+    # exactly 90 degrees apart: <x_i, x_j> = 0 is not wide
+    square = np.array([[1.0, 0, 0], [0, 1.0, 0], [np.sqrt(0.5), np.sqrt(0.5), 0]])
+    systems.append((square, np.zeros(3, dtype=np.int64)))
+    # three clusters mutually 85 degrees apart, chained: no token within 45
+    # degrees of their mean, no pair beyond 90 (the pair loop's O(n^2) case)
+    g = np.full((3, 3), np.cos(np.radians(85.0)))
+    np.fill_diagonal(g, 1.0)
+    three = normalize(np.linalg.cholesky(g)[rng.integers(0, 3, 1200)]
+                      + 0.01 * rng.normal(size=(1200, 3)))
+    systems.append((three, np.zeros(1200, dtype=np.int64)))
+    x = clustered(1200, 3, 8, 0.3, rng)
+    systems.append((x, (x[:, 0] > 0).astype(np.int64)))  # two hemispheres' worth
+    systems.append((x, np.arange(1200)))  # singletons
+    wide = [wide_by_cells(x, lab) for x, lab in systems]
+    assert wide == [bool(wide_systems_reference(x[None], lab[None])[0]) for x, lab in systems]
+    assert wide[:6] == [False, False, True, True, False, False]
