@@ -11,7 +11,10 @@ File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
     /analysis                      attrs: format_version (2), created_by, eps (NaN
                                    for method "gap"), method, min_decades, time_unit,
                                    floor, bins, delta, span_tol, mass_fraction,
-                                   max_mode, beta, batch (0: one system), n, d
+                                   max_mode, beta, batch (0: one system), n, d,
+                                   pair_sample (0: every pair counted; s: histogram
+                                   and close_pair_fraction estimated from the pairs
+                                   of s tokens, particles.analysis._pairs)
       time                         (frames,)            float64
       cluster_count                (frames[, batch])    int64, 0: spread (no clusters)
       mass_count                   (frames[, batch])    int64, clusters holding at least
@@ -79,6 +82,7 @@ from typing import Any
 
 import numpy as np
 
+from particles.analysis import _pairs
 from particles.analysis.clusters import DEFAULT_MASS_FRACTION, mass_counts
 from particles.analysis.components import DEFAULT_EPS
 from particles.analysis.ensemble import EnsembleStats, ensemble_stats
@@ -680,6 +684,7 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     attrs["beta"] = info["beta"]
     attrs["batch"] = 0 if info.get("batch") is None else info["batch"]
     attrs["n"], attrs["d"] = info["n"], info["d"]
+    attrs["pair_sample"] = _pairs.PAIR_SAMPLE if info["n"] > _pairs.PAIR_SAMPLE else 0
     data: dict[str, np.ndarray] = {
         "time": result.times,
         "cluster_count": result.counts.astype(np.int64),

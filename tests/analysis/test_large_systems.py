@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from synthetic import write_file
 
-from particles.analysis import Scalars, _pairs, large
+import particles
+from particles.analysis import Scalars, _pairs, analyze, large, write_analysis
 from particles.analysis._pairs import pair_counts, pair_counts_reference, scale_counts
 from particles.analysis.minimum import TOL, min_inner_product
+from particles.io.analysis import read_analysis_group
 from particles.sphere import normalize
 
 
@@ -52,7 +55,7 @@ def test_large_scalars_match_the_pair_loop(monkeypatch, d, beta):
     assert np.all(got.min_inner_product <= ref.min_inner_product + TOL)
 
 
-def test_pair_counts_of_a_subsample_estimate_all_pairs(monkeypatch):
+def test_pair_counts_of_a_subsample_estimate_all_pairs(monkeypatch, tmp_path):
     rng = np.random.default_rng(3)
     n = 2500
     x = np.stack([clustered(n, 3, 5, 0.3, rng), normalize(rng.normal(size=(n, 3)))])
@@ -66,6 +69,12 @@ def test_pair_counts_of_a_subsample_estimate_all_pairs(monkeypatch):
     assert np.all(np.abs(hist / pairs - p) <= 5 * 2 * np.sqrt(p * (1 - p) / 600) + 1e-9)
     q = close / pairs
     assert np.all(np.abs(close_est / pairs - q) <= 10 * np.sqrt(q * (1 - q) / 600) + 1e-9)
+    # the file says so
+    traj = particles.simulate(n, 3, 1.0, integrator="euler", dt=0.1, T=0.1, save_every=1,
+                              seed=0, x0=x[1])
+    path = write_file(tmp_path / "big.h5", traj)
+    write_analysis(path, analyze(traj))
+    assert read_analysis_group(path).attrs["pair_sample"] == 600
     # the same tokens in every frame: a repeated system gives the same counts
     again, _ = pair_counts(x[[1, 1]], 20, threshold=0.9)
     np.testing.assert_array_equal(again[0], hist[1])
