@@ -43,7 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles.analysis._base import Compute, as_tokens, result
+from particles.analysis.cells import use_cells
 from particles.analysis.components import DEFAULT_EPS, component_labels
+from particles.analysis.minimum import wide_by_cells
 from particles.observables.spread import wide_systems
 
 
@@ -253,7 +255,11 @@ def detect(
         degrees, :mod:`particles.observables.spread`).
     """
     labels, counts = METHODS[method].detect(x, eps, floor)
-    return labels, np.where(wide_systems(x, labels), 0, counts).astype(np.int64)
+    if use_cells(x.shape[1], x.shape[2]):  # no O(n^2) pass over a wide-ish component
+        wide = np.array([wide_by_cells(xs, ls) for xs, ls in zip(x, labels, strict=True)])
+    else:
+        wide = wide_systems(x, labels)
+    return labels, np.where(wide, 0, counts).astype(np.int64)
 
 
 def mass_counts(

@@ -3,8 +3,11 @@
 Two tokens are linked when ``dist(x_i, x_j) < eps``, i.e. ``<x_i, x_j> >
 cos(eps)``; clusters are the connected components (single linkage at
 threshold eps).  The compiled kernel streams over pairs with a union-find
-forest, so nothing of size ``n x n`` is stored.  :func:`component_labels`
-gives the components as they are; :func:`count_clusters` applies the spread
+forest, so nothing of size ``n x n`` is stored.  From
+:data:`~particles.analysis.cells.CELLS_MIN_N` tokens on (in low dimension)
+the same components come from :mod:`particles.analysis.cells` in O(n log n)
+(cells and a KD-tree, every pair decided with the same arithmetic).
+:func:`component_labels` gives the components as they are; :func:`count_clusters` applies the spread
 rule (:mod:`particles.observables.spread`: a component wider than 90 degrees
 is no cluster, and the system counts 0).
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from particles._numba import cached, jit, prange
+from particles.analysis.cells import cell_labels, cell_side, use_cells
 
 # the union-find of the sweep's pass; the default linking distance in radians
 # (tokens closer than this share a cluster), which runs' stops use too
@@ -80,7 +84,13 @@ def component_labels(x: np.ndarray, eps: float = DEFAULT_EPS) -> tuple[np.ndarra
         raise ValueError(f"x must have shape (n, d) or (batch, n, d), got {x.shape}")
     labels = np.empty(xb.shape[:2], dtype=np.int64)
     counts = np.empty(xb.shape[0], dtype=np.int64)
-    _components_batch(xb, float(np.cos(eps)), labels, counts)
+    cos_eps = float(np.cos(eps))
+    B, n, d = xb.shape
+    if use_cells(n, d) and all(cell_side(s, cos_eps)[0] > 0 for s in xb):
+        for b in range(B):
+            labels[b], counts[b] = cell_labels(xb[b], cos_eps)
+    else:
+        _components_batch(xb, cos_eps, labels, counts)
     return (labels[0], counts[0]) if single else (labels, counts)
 
 

@@ -12,9 +12,8 @@ with a linked group spanning more than 90 degrees is a *spread* population,
 not a cluster (the rule of :mod:`particles.observables.spread`): its count is
 0, and the summary prints ``spread`` with ``r``.
 
-The sidecar is replaced
-atomically: it is written under a temporary name, read back and only then
-renamed over the previous one, so a failure while computing or writing
+The sidecar is replaced atomically: it is written under a temporary name,
+read back and only then renamed over the previous one, so a failure while computing or writing
 leaves the previous results (and always the trajectory) intact, and a rerun
 replaces them.  ``particles plot`` ignores a stored analysis whose frame times
 no longer match the trajectory (a run resumed after ``analyze``).
@@ -29,9 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from particles.analysis import _pairs
 from particles.analysis.clusters import DEFAULT_MASS_FRACTION, mass_counts
 from particles.analysis.components import DEFAULT_EPS
 from particles.analysis.ensemble import EnsembleStats, ensemble_stats
+from particles.analysis.harmonics import DEFAULT_MAX_DEGREE, harmonic_power
 from particles.analysis.histograms import DEFAULT_BINS, pair_histogram
 from particles.analysis.merges import (
     DEFAULT_MIN_DECADES,
@@ -92,6 +93,9 @@ class AnalysisResult:
     fourier_mode, fourier_modulus : ndarray, shape of ``counts``, optional
         d = 2: the dominant Fourier mode k of each frame's empirical measure
         and its ``|c_k|`` (:mod:`particles.analysis.modes`); None otherwise.
+    harmonic_power : ndarray, shape ``counts.shape + (max_degree + 1,)``, optional
+        d = 3: the degree-l power ``P_l`` of each frame's empirical measure
+        (:mod:`particles.analysis.harmonics`); None otherwise.
     located : tuple of Merge
         The merges the run located while it ran (``merge_events=True``:
         cluster counts at eps 0.05, times to the integrator's tolerance,
@@ -113,6 +117,7 @@ class AnalysisResult:
     mass_counts: np.ndarray | None = None
     fourier_mode: np.ndarray | None = None
     fourier_modulus: np.ndarray | None = None
+    harmonic_power: np.ndarray | None = None
     located: tuple[Merge, ...] = ()
 
     @property
@@ -348,6 +353,7 @@ def analyze(
     mode = modulus = None
     if d == 2:
         mode, modulus = fourier_modes(x, max_mode, masses)
+    power = harmonic_power(x, DEFAULT_MAX_DEGREE, masses) if d == 3 else None
     settings = {
         **merge.settings(),
         "bins": int(bins),
@@ -380,6 +386,7 @@ def analyze(
         mass_counts=heavy,
         fourier_mode=mode,
         fourier_modulus=modulus,
+        harmonic_power=power,
         located=tuple(getattr(trajectory, "merge_events", ())),
     )
 
@@ -414,6 +421,7 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     """
 
     attrs = analysis_attrs(result.settings, result.info)
+    attrs["pair_sample"] = _pairs.PAIR_SAMPLE if result.info["n"] > _pairs.PAIR_SAMPLE else 0
     data: dict[str, np.ndarray] = {
         "time": result.times,
         "cluster_count": result.counts.astype(np.int64),
@@ -424,6 +432,9 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     if result.fourier_mode is not None:
         data["fourier/mode"] = result.fourier_mode.astype(np.int64)
         data["fourier/modulus"] = result.fourier_modulus.astype(np.float64)
+    if result.harmonic_power is not None:
+        data["harmonics/power"] = result.harmonic_power.astype(np.float64)
+        attrs["max_degree"] = result.harmonic_power.shape[-1] - 1
     for name, v in result.scalars.items():
         data[f"scalars/{name}"] = v
     data["histogram/bin_edges"] = result.bin_edges
@@ -443,7 +454,8 @@ def write_analysis(path: str | os.PathLike, result: AnalysisResult) -> None:
     if st is not None:
         data.update(ensemble_datasets(st))
     groups = ("scalars", "histogram", "timescales") + (
-        ("fourier",) if result.fourier_mode is not None else ())
+        ("fourier",) if result.fourier_mode is not None else ()) + (
+        ("harmonics",) if result.harmonic_power is not None else ())
     write_analysis_group(path, attrs, data, groups=groups, compressed=("labels",))
 
 
@@ -523,7 +535,8 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
     return AnalysisResult(
         times, counts, labels, scalars, edges, hist, merges, splits, plateaus, ts, settings, info,
         mass_counts=stored.datasets.get("mass_count"), fourier_mode=fourier.get("mode"),
-        fourier_modulus=fourier.get("modulus"), located=located,
+        fourier_modulus=fourier.get("modulus"),
+        harmonic_power=stored.datasets.get("harmonics/power"), located=located,
     )
 
 

@@ -23,7 +23,10 @@ File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
     /analysis                      attrs: format_version (2), created_by, eps (NaN
                                    for method "gap"), method, min_decades, time_unit,
                                    floor, bins, delta, span_tol, mass_fraction,
-                                   max_mode, beta, batch (0: one system), n, d
+                                   max_mode, beta, batch (0: one system), n, d,
+                                   pair_sample (0: every pair counted; s: histogram
+                                   and close_pair_fraction estimated from the pairs
+                                   of s tokens, particles.analysis._pairs)
       time                         (frames,)            float64
       cluster_count                (frames[, batch])    int64, 0: spread (no clusters)
       mass_count                   (frames[, batch])    int64, clusters holding at least
@@ -31,6 +34,9 @@ File layout (``frames`` saved frames, ``n`` tokens, ``batch`` systems; the
       fourier/mode                 (frames[, batch])    int64, d = 2 only: dominant mode
                                                         k of the empirical measure
       fourier/modulus              (frames[, batch])    float64, its |c_k|
+      harmonics/power              (frames[, batch], max_degree + 1) float64, d = 3
+                                                        only: degree-l power P_l of the
+                                                        empirical measure (attr max_degree)
       labels                       (frames[, batch], n) int32, persistent cluster ids
       scalars/<name>               (frames[, batch])    energy, energy_normalized,
                                    order_parameter, min_inner_product,

@@ -33,6 +33,7 @@ from particles.plotting.axes import (
     plot_tokens,
 )
 from particles.plotting.frames import check_member, nearest_frames, system_of
+from particles.plotting.harmonics import mode_power, modes_figure
 from particles.plotting.kinds import FigureKind, register_figures
 from particles.plotting.movie import save_movie
 from particles.plotting.save import save_figure
@@ -305,6 +306,14 @@ def _draw_energy(v: _View) -> Figure:
     return fig
 
 
+def _draw_modes(v: _View) -> Figure:
+    """Power of each degree against time and degree, the theory's l* marked."""
+    T, info = v.analysis.times, v.analysis.info
+    frames = default_frames(T, 4) if v.times is None else nearest_frames(T, v.times)
+    return modes_figure(T, mode_power(v.analysis, v.traj, v.system), info["beta"], info["n"],
+                        info["d"], frames, v.title(member=True), v.time_label)
+
+
 #: figure kinds of :func:`make_figure` and ``particles plot --kind`` (``FIGURES["trajectory"]``).
 KINDS: dict[str, FigureKind] = register_figures(
     "trajectory", DEFAULT_KIND,
@@ -316,6 +325,9 @@ KINDS: dict[str, FigureKind] = register_figures(
                "trajectories", _draw_sphere, uses_times=True),
     FigureKind("energy", "normalised energy staircase against log time vs the cluster-size "
                "prediction", _draw_energy),
+    FigureKind("modes", "power of the tokens' measure by degree (S^2: spherical harmonics) "
+               "against time, the linear theory's fastest degree l* marked", _draw_modes,
+               uses_times=True),
     FigureKind("movie", "GIF animation of the tokens", None, ".gif"),
 )
 

@@ -181,3 +181,19 @@ def test_times_beyond_the_run_are_refused(tmp_path):
     assert nearest_frames(TIMES, [999.99, 1000.04]).tolist() == [TIMES.size - 1]
     assert nearest_frames(TIMES, [0.0, 2.5, 0.31]).tolist() == [0, 1, 3]
     ok(invoke("plot", path, "--kind", "histogram", "--times", "0,1000", "--out", out))
+
+
+def test_modes_marks_the_fastest_degree_of_linear_theory():
+    from particles.analysis.harmonics import fastest_degree
+
+    traj = collapsing(3)
+    fig = make_figure(traj, "modes")
+    lines = [ln for ax in fig.axes for ln in ax.get_lines() if "l* =" in str(ln.get_label())]
+    star = fastest_degree(traj.config.beta)
+    assert star == 4 and len(lines) == 1 and lines[0].get_xdata()[0] == star
+    # the power drawn is the stored P_l normalised (1 for one cluster), and the
+    # circle draws |c_k|^2 from the positions
+    frames = [ln for ln in fig.axes[1].get_lines() if str(ln.get_label()).startswith("t = ")]
+    q = np.asarray(frames[-1].get_ydata())
+    assert np.all((q > 0) & (q <= 1 + 1e-12))
+    assert "Fourier" in make_figure(collapsing(2), "modes")._suptitle.get_text()
