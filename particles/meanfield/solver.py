@@ -104,7 +104,10 @@ _C = np.array(DOPRI5.c)
 _A, _B, _E, _ORDER = DOPRI5.a, DOPRI5.b, DOPRI5.e, DOPRI5.order
 
 
-def _finite(name: str, value: Any, *, positive: bool = False, nonneg: bool = False) -> float:
+def finite_number(name: str, value: Any, *, positive: bool = False,
+                  nonneg: bool = False) -> float:
+    """``value`` as a finite float (``> 0`` or ``>= 0`` when asked); :class:`ConfigError`
+    naming ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ConfigError(f"{name} must be a number, got {value!r}", name)
     x = float(value)
@@ -115,6 +118,79 @@ def _finite(name: str, value: Any, *, positive: bool = False, nonneg: bool = Fal
     if nonneg and x < 0:
         raise ConfigError(f"{name} must be >= 0, got {value!r}", name)
     return x
+
+
+def check_times(config: Any) -> None:
+    """Validate ``T``, ``save_every`` and ``save_times`` of a frozen config (normalising
+    ``save_times`` to a tuple of floats); :class:`ConfigError` naming the field."""
+    T = finite_number("T", config.T, positive=True)
+    if config.save_every is not None and config.save_times is not None:
+        raise ConfigError("save_every and save_times are exclusive: give one", "save_every")
+    if config.save_every is not None:
+        finite_number("save_every", config.save_every, positive=True)
+        if config.save_every > T:
+            raise ConfigError(f"save_every must be <= T = {T!r}, got {config.save_every!r}",
+                              "save_every")
+    if config.save_times is not None:
+        try:
+            st = [float(s) for s in config.save_times]
+        except (TypeError, ValueError):
+            raise ConfigError(f"save_times must be numbers, got {config.save_times!r}",
+                              "save_times") from None
+        if not st or not all(math.isfinite(s) for s in st):
+            raise ConfigError(f"save_times must be finite numbers, got {config.save_times!r}",
+                              "save_times")
+        if any(0.0 < t < np.finfo(np.float64).tiny for t in st):
+            raise ConfigError(f"save_times must be 0 or at least "
+                              f"{np.finfo(np.float64).tiny:.3g} (subnormal times lose their "
+                              f"digits), got {config.save_times!r}", "save_times")
+        if any(b <= a for a, b in itertools.pairwise(st)) or st[0] < 0 or st[-1] > T:
+            raise ConfigError(f"save_times must increase within [0, T = {T!r}], "
+                              f"got {config.save_times!r}", "save_times")
+        object.__setattr__(config, "save_times", tuple(st))
+
+
+def check_steps(config: Any) -> None:
+    """Validate ``seed``, ``integrator``, the tolerances, ``dt0``, ``max_steps`` and
+    ``positivity`` of a config; :class:`ConfigError` naming the field."""
+    if isinstance(config.seed, bool) or not isinstance(config.seed, (int, np.integer)) \
+            or config.seed < 0:
+        raise ConfigError(f"seed must be an integer >= 0, got {config.seed!r}", "seed")
+    if config.integrator not in MEANFIELD_INTEGRATORS:
+        raise ConfigError(f"integrator must be one of {', '.join(MEANFIELD_INTEGRATORS)}, "
+                          f"got {config.integrator!r}", "integrator")
+    if not finite_number("rtol", config.rtol, positive=True) < 1.0:  # 100% error controls nothing
+        raise ConfigError(f"rtol must be in (0, 1), got {config.rtol!r}", "rtol")
+    finite_number("atol", config.atol, positive=True)
+    if config.dt0 is not None:
+        finite_number("dt0", config.dt0, positive=True)
+    if isinstance(config.max_steps, bool) or not isinstance(config.max_steps, (int, np.integer)) \
+            or config.max_steps < 1:
+        raise ConfigError(f"max_steps must be an integer >= 1, got {config.max_steps!r}",
+                          "max_steps")
+    if config.positivity not in POSITIVITY:
+        raise ConfigError(f"positivity must be one of {', '.join(POSITIVITY)}, "
+                          f"got {config.positivity!r}", "positivity")
+
+
+def frame_times(config: Any) -> np.ndarray:
+    """The save times of a config with ``T``, ``save_every`` and ``save_times``, shape
+    (F,): 0 first, ``T`` last with ``save_every``."""
+    T = float(config.T)
+    if config.save_times is not None:
+        st = [t for t in config.save_times if t > 0.0]
+        return np.array([0.0, *st])
+    if config.save_every is None:
+        return np.array([0.0, T])
+    se = float(config.save_every)
+    n = math.floor(T / se * (1 + 1e-12))
+    times = se * np.arange(n + 1)
+    if T - times[-1] > 1e-12 * T:
+        times = np.append(times, T)
+    else:
+        times[-1] = T
+    return times
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,63 +257,22 @@ class MeanFieldConfig:
         if self.model not in MEANFIELD_MODELS:
             raise ConfigError(f"model must be one of {', '.join(MEANFIELD_MODELS)}, "
                               f"got {self.model!r}", "model")
-        beta = _finite("beta", self.beta, nonneg=True)
+        beta = finite_number("beta", self.beta, nonneg=True)
         if self.usa_scale not in USA_SCALES:
             raise ConfigError(f"usa_scale must be one of {', '.join(USA_SCALES)}, "
                               f"got {self.usa_scale!r}", "usa_scale")
         if self.model == "usa" and self.usa_scale == "n" and beta > USA_MAX_BETA:
             raise ConfigError(f"beta must be <= {USA_MAX_BETA:g} for usa with usa_scale='n' "
                               f"(speeds ~ e^beta), got {self.beta!r}", "beta")
-        _finite("D", self.D, nonneg=True)
-        _finite("coupling", self.coupling)
+        finite_number("D", self.D, nonneg=True)
+        finite_number("coupling", self.coupling)
         if isinstance(self.modes, bool) or not isinstance(self.modes, (int, np.integer)):
             raise ConfigError(f"modes must be an integer, got {self.modes!r}", "modes")
         if self.modes < 8 or self.modes % 2:
             raise ConfigError(f"modes must be an even integer >= 8, got {self.modes!r}", "modes")
-        T = _finite("T", self.T, positive=True)
-        if self.save_every is not None and self.save_times is not None:
-            raise ConfigError("save_every and save_times are exclusive: give one", "save_every")
-        if self.save_every is not None:
-            _finite("save_every", self.save_every, positive=True)
-            if self.save_every > T:
-                raise ConfigError(f"save_every must be <= T = {T!r}, got {self.save_every!r}",
-                                  "save_every")
-        if self.save_times is not None:
-            try:
-                st = [float(s) for s in self.save_times]
-            except (TypeError, ValueError):
-                raise ConfigError(f"save_times must be numbers, got {self.save_times!r}",
-                                  "save_times") from None
-            if not st or not all(math.isfinite(s) for s in st):
-                raise ConfigError(f"save_times must be finite numbers, got {self.save_times!r}",
-                                  "save_times")
-            if any(0.0 < t < np.finfo(np.float64).tiny for t in st):
-                raise ConfigError(f"save_times must be 0 or at least "
-                                  f"{np.finfo(np.float64).tiny:.3g} (subnormal times lose their "
-                                  f"digits), got {self.save_times!r}", "save_times")
-            if any(b <= a for a, b in itertools.pairwise(st)) or st[0] < 0 or st[-1] > T:
-                raise ConfigError(f"save_times must increase within [0, T = {T!r}], "
-                                  f"got {self.save_times!r}", "save_times")
-            object.__setattr__(self, "save_times", tuple(st))
+        check_times(self)
         parse_init(self.init)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) \
-                or self.seed < 0:
-            raise ConfigError(f"seed must be an integer >= 0, got {self.seed!r}", "seed")
-        if self.integrator not in MEANFIELD_INTEGRATORS:
-            raise ConfigError(f"integrator must be one of {', '.join(MEANFIELD_INTEGRATORS)}, "
-                              f"got {self.integrator!r}", "integrator")
-        if not _finite("rtol", self.rtol, positive=True) < 1.0:  # 100% error controls nothing
-            raise ConfigError(f"rtol must be in (0, 1), got {self.rtol!r}", "rtol")
-        _finite("atol", self.atol, positive=True)
-        if self.dt0 is not None:
-            _finite("dt0", self.dt0, positive=True)
-        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, (int, np.integer)) \
-                or self.max_steps < 1:
-            raise ConfigError(f"max_steps must be an integer >= 1, got {self.max_steps!r}",
-                              "max_steps")
-        if self.positivity not in POSITIVITY:
-            raise ConfigError(f"positivity must be one of {', '.join(POSITIVITY)}, "
-                              f"got {self.positivity!r}", "positivity")
+        check_steps(self)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``save_times`` as a list); inverse of :meth:`from_dict`."""
@@ -266,20 +301,7 @@ class MeanFieldConfig:
 
     def frame_times(self) -> np.ndarray:
         """The save times, shape (F,): 0 first, ``T`` last with ``save_every``."""
-        T = float(self.T)
-        if self.save_times is not None:
-            st = [t for t in self.save_times if t > 0.0]
-            return np.array([0.0, *st])
-        if self.save_every is None:
-            return np.array([0.0, T])
-        se = float(self.save_every)
-        n = math.floor(T / se * (1 + 1e-12))
-        times = se * np.arange(n + 1)
-        if T - times[-1] > 1e-12 * T:
-            times = np.append(times, T)
-        else:
-            times[-1] = T
-        return times
+        return frame_times(self)
 
 
 @dataclass
