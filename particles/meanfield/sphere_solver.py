@@ -11,19 +11,19 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from particles.errors import ConfigError, IntegrationError
+from particles.errors import IntegrationError
 from particles.meanfield.axisymmetric import AxisymmetricSpace
 from particles.meanfield.lawson import first_step, lawson_frames
 from particles.meanfield.solver import POSITIVITY_TOL, DensityFrame, SolverState
+from particles.meanfield.sphere import SphereSpace
 from particles.meanfield.sphere_config import SphereFieldConfig
 
 
-def make_space(config: SphereFieldConfig):
+def make_space(config: SphereFieldConfig) -> AxisymmetricSpace | SphereSpace:
     """The discretisation of ``config``: an
-    :class:`~particles.meanfield.axisymmetric.AxisymmetricSpace`."""
-    if not config.axisymmetric:
-        raise ConfigError("only the axisymmetric solver exists so far", "axisymmetric")
-    return AxisymmetricSpace(config)
+    :class:`~particles.meanfield.axisymmetric.AxisymmetricSpace` or a
+    :class:`~particles.meanfield.sphere.SphereSpace`."""
+    return AxisymmetricSpace(config) if config.axisymmetric else SphereSpace(config)
 
 
 def sphere_initial_density(config: SphereFieldConfig) -> np.ndarray:
