@@ -173,6 +173,29 @@ def check_steps(config: Any) -> None:
                           f"got {config.positivity!r}", "positivity")
 
 
+def config_dict(config: Any, integers: tuple[str, ...]) -> dict[str, Any]:
+    """A frozen config dataclass as a JSON-ready dict (``save_times`` a list, the
+    ``integers`` fields plain ints)."""
+    d = dataclasses.asdict(config)
+    if d["save_times"] is not None:
+        d["save_times"] = list(d["save_times"])
+    for key in integers:
+        d[key] = int(d[key])
+    return d
+
+
+def config_from(cls: type, d: dict[str, Any], what: str) -> Any:
+    """``cls`` rebuilt from :func:`config_dict` (unknown keys: one-line ValueError)."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(f"unknown {what} config keys: {', '.join(unknown)}")
+    d = dict(d)
+    if d.get("save_times") is not None:
+        d["save_times"] = tuple(d["save_times"])
+    return cls(**d)
+
+
 def frame_times(config: Any) -> np.ndarray:
     """The save times of a config with ``T``, ``save_every`` and ``save_times``, shape
     (F,): 0 first, ``T`` last with ``save_every``."""
@@ -276,12 +299,7 @@ class MeanFieldConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``save_times`` as a list); inverse of :meth:`from_dict`."""
-        d = dataclasses.asdict(self)
-        if d["save_times"] is not None:
-            d["save_times"] = list(d["save_times"])
-        for key in ("modes", "seed", "max_steps"):
-            d[key] = int(d[key])
-        return d
+        return config_dict(self, ("modes", "seed", "max_steps"))
 
     def to_json(self) -> str:
         """:meth:`to_dict` as a JSON string."""
@@ -290,14 +308,7 @@ class MeanFieldConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MeanFieldConfig:
         """Rebuild a config from :meth:`to_dict` (unknown keys: one-line ValueError)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown mean-field config keys: {', '.join(unknown)}")
-        d = dict(d)
-        if d.get("save_times") is not None:
-            d["save_times"] = tuple(d["save_times"])
-        return cls(**d)
+        return config_from(cls, d, "mean-field")
 
     def frame_times(self) -> np.ndarray:
         """The save times, shape (F,): 0 first, ``T`` last with ``save_every``."""
@@ -498,6 +509,23 @@ class _Stepper:
         return min(h, T)
 
 
+def check_positivity(policy: str, frame: DensityFrame, warned: bool, resolution: str,
+                     *, stacklevel: int = 2) -> bool:
+    """Apply the positivity ``policy`` to a frame (module docstring); returns whether a
+    warning has now been given (``warned``: one was given before; ``resolution``: the
+    option that refines the grid, named in the message)."""
+    rho = frame.rho
+    if frame.min_density < -POSITIVITY_TOL * float(rho.max()):
+        msg = (f"mean-field density lost positivity at t = {frame.time:.6g} "
+               f"(min {frame.min_density:.3g}, max {rho.max():.3g}): raise {resolution} or D")
+        if policy == "raise":
+            raise IntegrationError(msg)
+        if policy == "warn" and not warned:
+            warnings.warn(msg, RuntimeWarning, stacklevel=stacklevel + 1)
+            return True
+    return warned
+
+
 def _frame(config: MeanFieldConfig, t: float, rho: np.ndarray, state: SolverState) -> DensityFrame:
     beta, model, c = float(config.beta), config.model, float(config.coupling)
     M = rho.shape[0]
@@ -642,12 +670,5 @@ def solve_frames(config: MeanFieldConfig, *, state: SolverState | None = None,
         t = tf
         fr = _frame(config, tf, rho, SolverState(t=tf, rho=rho.copy(), dt=h, steps=steps,
                                                  rejected=rejected))
-        if fr.min_density < -POSITIVITY_TOL * float(rho.max()):
-            msg = (f"mean-field density lost positivity at t = {tf:.6g} "
-                   f"(min {fr.min_density:.3g}, max {rho.max():.3g}): raise modes or D")
-            if config.positivity == "raise":
-                raise IntegrationError(msg)
-            if config.positivity == "warn" and not warned:
-                warnings.warn(msg, RuntimeWarning, stacklevel=2)
-                warned = True
+        warned = check_positivity(config.positivity, fr, warned, "modes", stacklevel=3)
         yield fr

@@ -24,19 +24,20 @@ spec          density
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from particles.errors import ConfigError
+from particles.meanfield.initial import parse_spec
 from particles.meanfield.solver import (
     MEANFIELD_INTEGRATORS,
     check_steps,
     check_times,
+    config_dict,
+    config_from,
     finite_number,
     frame_times,
 )
@@ -63,29 +64,7 @@ def parse_sphere_init(spec: str, lmax: int, axisymmetric: bool) -> tuple[str, di
     ValueError
         One line naming the problem (unknown name or key, bad value).
     """
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"init must be a non-empty string, got {spec!r}")
-    name, _, rest = spec.strip().partition(":")
-    name = name.strip()
-    if name not in SPHERE_INITS:
-        raise ValueError(f"init must be one of {', '.join(SPHERE_INITS)} on the sphere, "
-                         f"got {name!r}")
-    schema = SPHERE_INITS[name]
-    params: dict[str, Any] = {key: default for key, (default, _) in schema.items()}
-    for item in filter(None, (s.strip() for s in rest.split(","))):
-        key, eq, value = (s.strip() for s in item.partition("="))
-        if not eq or key not in schema:
-            known = ", ".join(schema) or "none"
-            raise ValueError(f"init {name!r}: unknown parameter {item!r} (known: {known})")
-        kind = schema[key][1]
-        try:
-            num = float(value)
-        except ValueError:
-            raise ValueError(f"init {name!r}: {key} must be a number, got {value!r}") from None
-        if not math.isfinite(num) or (kind is int and num != int(num)):
-            raise ValueError(f"init {name!r}: {key} must be a finite {kind.__name__}, "
-                             f"got {value!r}")
-        params[key] = kind(num)
+    name, params = parse_spec(spec, SPHERE_INITS, " on the sphere")
     if name in ("perturbed", "modes") and params["eps"] < 0:
         raise ValueError(f"init {name!r}: eps must be >= 0, got {params['eps']!r}")
     if name == "perturbed" and params["lmax"] < 1:
@@ -203,12 +182,7 @@ class SphereFieldConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; inverse of :meth:`from_dict`."""
-        d = dataclasses.asdict(self)
-        if d["save_times"] is not None:
-            d["save_times"] = list(d["save_times"])
-        for key in ("d", "lmax", "seed", "max_steps"):
-            d[key] = int(d[key])
-        return d
+        return config_dict(self, ("d", "lmax", "seed", "max_steps"))
 
     def to_json(self) -> str:
         """:meth:`to_dict` as a JSON string."""
@@ -217,14 +191,7 @@ class SphereFieldConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SphereFieldConfig:
         """Rebuild a config from :meth:`to_dict` (unknown keys: one-line ValueError)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown sphere mean-field config keys: {', '.join(unknown)}")
-        d = dict(d)
-        if d.get("save_times") is not None:
-            d["save_times"] = tuple(d["save_times"])
-        return cls(**d)
+        return config_from(cls, d, "sphere mean-field")
 
     def frame_times(self) -> np.ndarray:
         """The save times, shape (F,): 0 first, ``T`` last with ``save_every``."""

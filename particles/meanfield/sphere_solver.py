@@ -6,15 +6,13 @@ the same frames (:class:`~particles.meanfield.DensityFrame`), resume points
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 
 import numpy as np
 
-from particles.errors import IntegrationError
 from particles.meanfield.axisymmetric import AxisymmetricSpace
 from particles.meanfield.lawson import first_step, lawson_frames
-from particles.meanfield.solver import POSITIVITY_TOL, DensityFrame, SolverState
+from particles.meanfield.solver import DensityFrame, SolverState, check_positivity
 from particles.meanfield.sphere import SphereSpace
 from particles.meanfield.sphere_config import SphereFieldConfig
 
@@ -84,12 +82,5 @@ def solve_sphere_frames(config: SphereFieldConfig, *, state: SolverState | None 
                           dissipation=space.dissipation(rho), min_density=float(rho.min()),
                           state=SolverState(t=s.t, rho=rho.copy(), dt=s.dt, steps=s.steps,
                                             rejected=s.rejected))
-        if fr.min_density < -POSITIVITY_TOL * float(rho.max()):
-            msg = (f"mean-field density lost positivity at t = {s.t:.6g} "
-                   f"(min {fr.min_density:.3g}, max {rho.max():.3g}): raise lmax or D")
-            if config.positivity == "raise":
-                raise IntegrationError(msg)
-            if config.positivity == "warn" and not warned:
-                warnings.warn(msg, RuntimeWarning, stacklevel=2)
-                warned = True
+        warned = check_positivity(config.positivity, fr, warned, "lmax", stacklevel=3)
         yield fr
