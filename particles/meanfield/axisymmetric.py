@@ -105,6 +105,9 @@ class AxisymmetricSpace:
     def norm(self, e: np.ndarray) -> float:
         return float(np.sqrt(np.dot(e, e)))
 
+    def rms(self, f: np.ndarray) -> float:
+        return float(np.sqrt(self.weights @ (f * f)))
+
     # ------------------------------------------------------------ observables
     def mass(self, f: np.ndarray) -> float:
         """``int f dsigma`` (1 for a probability density)."""

@@ -12,7 +12,7 @@ controller (:func:`particles.integrators.driver.step_factor`), exactly as the
 circle's solver (:mod:`particles.meanfield.solver`) does with its FFT.
 
 Every step starts from the grid density (no FSAL), so a
-:class:`~particles.meanfield.solver.SolverState` ``(t, rho, dt, steps, rejected)``
+:class:`SolverState` ``(t, rho, dt, steps, rejected)``
 at a save time is the whole state: a solve resumed from it continues bit for bit.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -27,10 +28,33 @@ import numpy as np
 from particles.errors import IntegrationError
 from particles.integrators.driver import step_factor
 from particles.integrators.tableaux import DOPRI5
-from particles.meanfield.solver import SolverState
 
 _C = np.array(DOPRI5.c)
 _A, _B, _E, _ORDER = DOPRI5.a, DOPRI5.b, DOPRI5.e, DOPRI5.order
+
+
+@dataclass
+class SolverState:
+    """Where a solve stands at a save time: enough to continue it bit for bit.
+
+    Attributes
+    ----------
+    t : float
+        Time.
+    rho : ndarray
+        Density on the grid (the circle: shape (M,)).
+    dt : float
+        The step the controller proposes next.
+    steps, rejected : int
+        Accepted and rejected steps so far.
+    """
+
+    t: float
+    rho: np.ndarray
+    dt: float
+    steps: int = 0
+    rejected: int = 0
+
 
 
 class Space(Protocol):
@@ -46,7 +70,10 @@ class Space(Protocol):
         """The advective derivative of coefficients ``u`` and the grid density of ``u``."""
 
     def norm(self, e: np.ndarray) -> float:
-        """RMS over the sphere of the function with coefficients ``e``."""
+        """RMS over the space of the function with coefficients ``e``."""
+
+    def rms(self, rho: np.ndarray) -> float:
+        """RMS over the space of a grid density."""
 
 
 class _Factors:
@@ -109,9 +136,8 @@ def attempt(space: Space, factors: _Factors, u0: np.ndarray, k1: np.ndarray,
 
 def first_step(space: Space, rho: np.ndarray, T: float) -> float:
     """Initial step from the size of the advection (Hairer, Norsett, Wanner II.4)."""
-    u = space.analyse(rho)
-    d1 = space.norm(space.rhs(u)[0])
-    d0 = space.norm(u)
+    d1 = space.norm(space.rhs(space.analyse(rho))[0])
+    d0 = space.rms(rho)
     h = 1e-6 if d1 < 1e-12 * max(d0, 1e-300) else 0.01 * d0 / d1
     rates = -space.L[space.L != 0.0]
     if rates.size:  # as the circle's: no longer than the slowest diffusive decay

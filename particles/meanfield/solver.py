@@ -31,7 +31,8 @@ is analytic and aliasing errors are of the size of the unresolved part of
 limit on the step, and the advection is explicit.  The compiled steppers of
 :mod:`particles.integrators` act on particle rows and cannot take a complex
 spectral state with an integrating factor, so the public tableau
-(:data:`particles.integrators.tableaux.DOPRI5`) is applied here.  Every step starts
+(:data:`particles.integrators.tableaux.DOPRI5`) is applied by the loop shared with
+the sphere's solvers (:mod:`particles.meanfield.lawson`).  Every step starts
 from the grid density (no FSAL), so a :class:`SolverState` holds all that is
 needed to continue bit for bit.
 
@@ -77,10 +78,9 @@ from typing import Any
 import numpy as np
 
 from particles.errors import ConfigError, IntegrationError
-from particles.integrators.driver import step_factor
-from particles.integrators.tableaux import DOPRI5
 from particles.meanfield.energy import dissipation, energy
 from particles.meanfield.initial import grid, make_density, parse_init
+from particles.meanfield.lawson import SolverState, first_step, lawson_frames
 from particles.meanfield.linear import MEANFIELD_MODELS
 from particles.meanfield.moments import density_order_parameter
 from particles.meanfield.spectral import USA_MAX_BETA, USA_SCALES, multipliers
@@ -98,10 +98,6 @@ POSITIVITY = ("warn", "raise", "ignore")
 #: a frame loses positivity when min(rho) < -POSITIVITY_TOL * max(rho).
 POSITIVITY_TOL = 1e-6
 
-# the public Dormand-Prince 5(4) tableau of the particles' ``dopri5`` (nodes as an
-# array: their differences are the integrating factors' exponents)
-_C = np.array(DOPRI5.c)
-_A, _B, _E, _ORDER = DOPRI5.a, DOPRI5.b, DOPRI5.e, DOPRI5.order
 
 
 def finite_number(name: str, value: Any, *, positive: bool = False,
@@ -316,29 +312,6 @@ class MeanFieldConfig:
 
 
 @dataclass
-class SolverState:
-    """Where a solve stands at a save time: enough to continue it bit for bit.
-
-    Attributes
-    ----------
-    t : float
-        Time.
-    rho : ndarray, shape (M,)
-        Density on the grid.
-    dt : float
-        The step the controller proposes next.
-    steps, rejected : int
-        Accepted and rejected steps so far.
-    """
-
-    t: float
-    rho: np.ndarray
-    dt: float
-    steps: int = 0
-    rejected: int = 0
-
-
-@dataclass
 class DensityFrame:
     """One saved frame (passed to ``on_frame``).
 
@@ -410,7 +383,8 @@ def initial_density(config: MeanFieldConfig) -> np.ndarray:
 
 
 class _Stepper:
-    """The Lawson DOPRI5 step in Fourier space for one configuration."""
+    """The Fourier discretisation of one configuration
+    (a :class:`~particles.meanfield.lawson.Space`)."""
 
     def __init__(self, config: MeanFieldConfig) -> None:
         M = int(config.modes)
@@ -421,11 +395,6 @@ class _Stepper:
         self.mz = m.normaliser
         self.dk = -m.derivative  # N_hat = -i k (rho v)_hat
         self.L = -float(config.D) * m.k**2
-        self.diffusion = float(config.D) > 0.0
-        self.rtol = float(config.rtol)
-        self.atol = float(config.atol)
-        self._h = None
-        self._factors: dict = {}
 
     def rhs(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Stage derivative ``N_hat(u)`` (advection only) and the grid density of ``u``."""
@@ -436,77 +405,18 @@ class _Stepper:
             v = v / np.fft.irfft(u * self.mz, M)
         return self.dk * np.fft.rfft(rho * v), rho
 
-    def factors(self, h: float) -> dict:
-        """``exp(L (c_i - c_j) h)`` for the stage pairs (empty without diffusion); the
-        distinct differences of the DOPRI5 nodes are exponentiated once per step size."""
-        if not self.diffusion:
-            return {}
-        if h != self._h:
-            by_gap: dict[float, np.ndarray] = {}
+    def analyse(self, rho: np.ndarray) -> np.ndarray:
+        """Grid density -> real-FFT coefficients."""
+        return np.fft.rfft(rho)
 
-            def gap(d: float) -> np.ndarray:
-                if d not in by_gap:
-                    by_gap[d] = np.exp(self.L * (d * h))
-                return by_gap[d]
-
-            f = {(i, j): gap(_C[i] - _C[j]) for i in range(DOPRI5.stages) for j in range(i)}
-            for j in range(DOPRI5.stages):
-                f["end", j] = gap(1.0 - _C[j])
-            f["end", "u"] = gap(1.0)
-            self._factors = f
-            self._h = h
-        return self._factors
-
-    def attempt(self, u0: np.ndarray, k1: np.ndarray, rho0: np.ndarray, h: float):
-        """One attempt from ``u0`` (Fourier) with first stage ``k1``: the candidate
-        grid density and the scaled error."""
-        F = self.factors(h)
-        K = [k1]
-        for i in range(1, 6):
-            if F:
-                acc = F[i, 0] * u0
-                for j, a in enumerate(_A[i]):
-                    if a != 0.0:
-                        acc = acc + (h * a) * (F[i, j] * K[j])
-            else:
-                acc = u0
-                for j, a in enumerate(_A[i]):
-                    if a != 0.0:
-                        acc = acc + (h * a) * K[j]
-            K.append(self.rhs(acc)[0])
-        if F:
-            u1 = F["end", "u"] * u0
-            for j, b in enumerate(_B):
-                if b != 0.0:
-                    u1 = u1 + (h * b) * (F["end", j] * K[j])
-        else:
-            u1 = u0
-            for j, b in enumerate(_B):
-                if b != 0.0:
-                    u1 = u1 + (h * b) * K[j]
-        k7, rho1 = self.rhs(u1)
-        K.append(k7)
-        e = np.zeros_like(u0)
-        for j, c in enumerate(_E):
-            if c != 0.0:
-                e = e + (h * c) * (F["end", j] * K[j] if F else K[j])
+    def norm(self, e: np.ndarray) -> float:
+        """RMS on the grid of the function with coefficients ``e``."""
         eg = np.fft.irfft(e, self.M)
-        scale = self.atol + self.rtol * max(np.abs(rho0).max(), np.abs(rho1).max())
-        with np.errstate(over="ignore", invalid="ignore"):
-            err = float(np.sqrt(np.mean(eg * eg)) / scale)
-        if not np.all(np.isfinite(rho1)):
-            err = math.inf
-        return rho1, err
+        return float(np.sqrt(np.mean(eg * eg)))
 
-    def first_step(self, rho: np.ndarray, T: float) -> float:
-        """Initial step from the size of the advection (Hairer, Norsett, Wanner II.4)."""
-        n, _ = self.rhs(np.fft.rfft(rho))
-        d1 = float(np.sqrt(np.mean(np.fft.irfft(n, self.M) ** 2)))
-        d0 = float(np.sqrt(np.mean(rho**2)))
-        h = 1e-6 if d1 < 1e-12 * max(d0, 1e-300) else 0.01 * d0 / d1
-        if self.diffusion:
-            h = min(h, 1.0 / max(1e-300, -self.L[1]))
-        return min(h, T)
+    def rms(self, rho: np.ndarray) -> float:
+        """RMS of a grid density."""
+        return float(np.sqrt(np.mean(rho**2)))
 
 
 def check_positivity(policy: str, frame: DensityFrame, warned: bool, resolution: str,
@@ -622,53 +532,16 @@ def solve_frames(config: MeanFieldConfig, *, state: SolverState | None = None,
         At every save time after ``state.t`` (t = 0 included unless resuming).
     """
     T = float(config.T)
-    times = config.frame_times()
     stepper = _Stepper(config)
     if state is None:
         rho = initial_density(config) if rho0 is None else _check_rho0(config, rho0)
-        t, steps, rejected = 0.0, 0, 0
-        h = float(config.dt0) if config.dt0 is not None else stepper.first_step(rho, T)
-        pending = times
+        h = float(config.dt0) if config.dt0 is not None else first_step(stepper, rho, T)
+        start = SolverState(t=0.0, rho=rho, dt=h)
     else:
         start = _check_state(config, state)
-        rho, t, h, steps, rejected = start.rho, start.t, start.dt, start.steps, start.rejected
-        pending = times[times > t * (1 + 1e-14) + 1e-300]
     warned = False
-    max_steps = int(config.max_steps)
-    u0 = k1 = None  # Fourier state and first stage of the current rho (kept over rejections)
-    for tf in pending:
-        tf = float(tf)
-        tiny = 1e-14 * max(1.0, abs(tf))
-        span = max(tf - t, 1e-300)
-        while tf - t > tiny:
-            if steps + rejected >= max_steps:
-                raise IntegrationError(f"mean-field solve stopped at t = {t:.6g}: max_steps = "
-                                       f"{max_steps} reached")
-            last = h >= tf - t
-            hh = tf - t if last else h
-            if u0 is None:
-                u0 = np.fft.rfft(rho)
-                k1 = stepper.rhs(u0)[0]
-            rho1, err = stepper.attempt(u0, k1, rho, hh)
-            fac = step_factor.py_func(err, _ORDER)
-            if err <= 1.0:
-                rho = rho1
-                u0 = None
-                t = tf if last else t + hh
-                steps += 1
-                h = max(h, hh * fac) if last else hh * fac
-            else:
-                rejected += 1
-                h = hh * fac
-            if not h > 1e-14 * span:
-                raise IntegrationError(f"mean-field step vanished at t = {t:.6g} "
-                                       f"(dt = {h:.3g}): the density is not resolved")
-        if not np.all(np.isfinite(rho)):
-            raise IntegrationError(f"mean-field density is not finite at t = {tf:.6g}")
-        # a step may end within `tiny` of tf: snap, so that an uninterrupted solve and one
-        # resumed from this frame's state (t = tf) continue from the same time
-        t = tf
-        fr = _frame(config, tf, rho, SolverState(t=tf, rho=rho.copy(), dt=h, steps=steps,
-                                                 rejected=rejected))
+    for s in lawson_frames(stepper, config.frame_times(), start, rtol=float(config.rtol),
+                           atol=float(config.atol), max_steps=int(config.max_steps)):
+        fr = _frame(config, s.t, s.rho, s)
         warned = check_positivity(config.positivity, fr, warned, "modes", stacklevel=3)
         yield fr

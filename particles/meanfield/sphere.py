@@ -140,6 +140,9 @@ class SphereSpace:
     def norm(self, e: np.ndarray) -> float:
         return float(np.sqrt(np.sum(self.twice * (e.real**2 + e.imag**2)) / (4.0 * np.pi)))
 
+    def rms(self, f: np.ndarray) -> float:
+        return float(np.sqrt(np.sum(self.cell * f * f)))
+
     # ------------------------------------------------------------ observables
     def mass(self, f: np.ndarray) -> float:
         """``int f dsigma`` (1 for a probability density)."""
