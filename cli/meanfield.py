@@ -75,8 +75,8 @@ def build_config(options: dict, stored: MeanFieldConfig | SphereFieldConfig | No
         sphere = isinstance(stored, SphereFieldConfig)
     else:
         sphere = given.get("d", 2) != 2 or "lmax" in given or "axisymmetric" in given
-        if given.get("d") == 2:
-            given.pop("d")
+        if given.get("d") == 2 and not sphere:
+            given.pop("d")  # the circle's own default; with sphere options it is refused
     wrong = [k for k in (CIRCLE_ONLY if sphere else SPHERE_ONLY) if k in given]
     if wrong:
         where = "on the sphere (--d 3 or more)" if sphere else "on the circle (--d 2)"

@@ -114,6 +114,7 @@ def test_cli_meanfield_on_the_sphere_info_and_plot(tmp_path):
     (("--d", 9, "--axisymmetric", "--init", "modes:l=2,m=1"), ("--init", "m = 0")),
     (("--d", 3, "--init", "modes:l=40"), ("--init", "lmax")),
     (("--modes", 64, "--lmax", 8), ("--modes",)),
+    (("--d", 2, "--axisymmetric"), ("--d", "3..")),
     (("--d", 3, "--lmax", 2048, "--save-every", 1e-5), ("13.7 TiB", "--no-size-check")),
 ])
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, fragments):
