@@ -24,11 +24,6 @@ def make_space(config: SphereFieldConfig) -> AxisymmetricSpace | SphereSpace:
     return AxisymmetricSpace(config) if config.axisymmetric else SphereSpace(config)
 
 
-def sphere_initial_density(config: SphereFieldConfig) -> np.ndarray:
-    """The initial density of ``config`` on its grid (relative to uniform, unit mass)."""
-    return make_space(config).initial(config)
-
-
 def _check_state(config: SphereFieldConfig, state: SolverState, shape) -> SolverState:
     rho = np.array(state.rho, dtype=np.float64)
     if rho.shape != tuple(shape):
