@@ -159,8 +159,12 @@ class AxisymmetricSpace:
         if name == "modes":
             a[p["l"]] = p["eps"]
         elif name == "perturbed":
+            # in the Gegenbauer polynomials normalised to 1 at the pole (|P_l| <= 1): the
+            # orthonormal q_l reach sqrt(dim) ~ d^(l/2) there, far beyond eps in high d
             k = min(p["lmax"], self.lmax)
-            a[1:k + 1] = p["eps"] * init_rng(int(config.seed)).standard_normal(k) / math.sqrt(k)
+            at_pole = gegenbauer(self.d, k, np.ones(1))[0][1:, 0]
+            a[1:k + 1] = (p["eps"] * init_rng(int(config.seed)).standard_normal(k)
+                          / (math.sqrt(k) * at_pole))
         elif name == "vonmises":
             a = self.analyse(np.exp(p["kappa"] * (self.t - 1.0)))
             a = a / a[0]

@@ -108,6 +108,13 @@ def attempt(space: Space, factors: _Factors, u0: np.ndarray, k1: np.ndarray,
             rho0: np.ndarray, h: float, rtol: float, atol: float) -> tuple[np.ndarray, float]:
     """One DOPRI5 attempt from coefficients ``u0`` (first stage ``k1``): the candidate
     grid density and the scaled error ``RMS(e) / (atol + rtol max|rho|)``."""
+    # a blown-up stage gives an infinite error (the step is rejected): no warnings
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _attempt(space, factors, u0, k1, rho0, h, rtol, atol)
+
+
+def _attempt(space: Space, factors: _Factors, u0: np.ndarray, k1: np.ndarray,
+             rho0: np.ndarray, h: float, rtol: float, atol: float) -> tuple[np.ndarray, float]:
     F = factors(h)
     K = [k1]
     for i in range(1, 6):
@@ -127,8 +134,7 @@ def attempt(space: Space, factors: _Factors, u0: np.ndarray, k1: np.ndarray,
         if c != 0.0:
             e = e + (h * c) * (F["end", j] * K[j] if F else K[j])
     scale = atol + rtol * max(float(np.abs(rho0).max()), float(np.abs(rho1).max()))
-    with np.errstate(over="ignore", invalid="ignore"):
-        err = space.norm(e) / scale
+    err = space.norm(e) / scale
     if not (np.all(np.isfinite(rho1)) and math.isfinite(err)):
         err = math.inf
     return rho1, err

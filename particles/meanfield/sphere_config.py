@@ -12,8 +12,10 @@ spec          density
 ``perturbed`` ``1 + eps sum_{l=1}^{lmax} sum_m a_lm Z_lm / sqrt(count)`` with
               standard normal ``a_lm`` drawn from the run's seed
               (:func:`particles.seeds.init_rng`) and ``Z_lm`` the real harmonics,
-              orthonormal for the uniform measure (axisymmetric: ``m = 0`` only);
-              defaults ``eps=1e-3, lmax=16`` (capped at the solve's ``lmax``)
+              orthonormal for the uniform measure (axisymmetric: ``m = 0`` only,
+              in the Gegenbauer polynomials ``P_l`` normalised to ``P_l(1) = 1``, so
+              that ``|f - 1| <~ eps`` in any ``d``); defaults ``eps=1e-3, lmax=16``
+              (capped at the solve's ``lmax``)
 ``modes``     ``1 + eps Z_lm``; defaults ``l=1, m=0, eps=1e-3`` (``m != 0``: S^2 only;
               ``m > 0`` the ``cos(m phi)`` harmonic, ``m < 0`` the ``sin(|m| phi)`` one)
 ``vonmises``  the von Mises-Fisher cap ``exp(kappa <x, mu>)`` about the direction of

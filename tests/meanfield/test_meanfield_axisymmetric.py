@@ -162,6 +162,15 @@ def test_dimension_1024():
     assert frames[-1].energy > frames[0].energy  # USA climbs its energy
 
 
+@pytest.mark.parametrize("d", [3, 128, 1024])
+def test_default_perturbation_stays_within_eps_in_any_dimension(d):
+    config = _config(d=d, lmax=32, init="perturbed:eps=0.01", seed=5)
+    f = make_space(config).initial(config)
+    # |P_l| <= 1: at most eps sum_l |a_l| / 4, about 3 eps (the orthonormal q_l gave
+    # about 1e5 eps at d = 128, and a negative density)
+    assert 0 < np.abs(f - 1).max() < 0.05
+
+
 @pytest.mark.parametrize(("kw", "field"), [
     (dict(d=2), "d"), (dict(d=5, axisymmetric=False), "d"), (dict(lmax=2), "lmax"),
     (dict(model="kuramoto"), "model"), (dict(init="modes:l=2,m=1"), "init"),
