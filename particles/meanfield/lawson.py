@@ -152,7 +152,7 @@ def first_step(space: Space, rho: np.ndarray, T: float) -> float:
 
 
 def lawson_frames(space: Space, times: np.ndarray, state: SolverState, *, rtol: float,
-                  atol: float, max_steps: int) -> Iterator[SolverState]:
+                  atol: float, max_steps: int, resumed: bool) -> Iterator[SolverState]:
     """Advance ``state`` to every save time in ``times`` after ``state.t``.
 
     Parameters
@@ -161,7 +161,10 @@ def lawson_frames(space: Space, times: np.ndarray, state: SolverState, *, rtol: 
     times : ndarray, shape (F,)
         Increasing save times; those ``<= state.t`` are skipped.
     state : SolverState
-        The start (``t = 0``: frame 0 is yielded first if ``times[0] == 0``).
+        The start.
+    resumed : bool
+        Whether ``state`` is a saved frame being continued (then it is not yielded
+        again); a new solve yields its start first when ``times[0] == 0``.
     rtol, atol : float
         Tolerances of the adaptive step.
     max_steps : int
@@ -181,7 +184,7 @@ def lawson_frames(space: Space, times: np.ndarray, state: SolverState, *, rtol: 
     steps, rejected = int(state.steps), int(state.rejected)
     factors = _Factors(space.L)
     u0 = k1 = None
-    if t == 0.0 and len(times) and times[0] == 0.0:
+    if not resumed and t == 0.0 and len(times) and times[0] == 0.0:
         yield SolverState(t=0.0, rho=rho.copy(), dt=h, steps=steps, rejected=rejected)
     for tf in times[times > t * (1 + 1e-14) + 1e-300]:
         tf = float(tf)

@@ -541,7 +541,8 @@ def solve_frames(config: MeanFieldConfig, *, state: SolverState | None = None,
         start = _check_state(config, state)
     warned = False
     for s in lawson_frames(stepper, config.frame_times(), start, rtol=float(config.rtol),
-                           atol=float(config.atol), max_steps=int(config.max_steps)):
+                           atol=float(config.atol), max_steps=int(config.max_steps),
+                           resumed=state is not None):
         fr = _frame(config, s.t, s.rho, s)
         warned = check_positivity(config.positivity, fr, warned, "modes", stacklevel=3)
         yield fr

@@ -71,7 +71,8 @@ def solve_sphere_frames(config: SphereFieldConfig, *, state: SolverState | None 
         start = _check_state(config, state, space.grid_shape)
     warned = False
     for s in lawson_frames(space, config.frame_times(), start, rtol=float(config.rtol),
-                           atol=float(config.atol), max_steps=int(config.max_steps)):
+                           atol=float(config.atol), max_steps=int(config.max_steps),
+                           resumed=state is not None):
         rho = s.rho
         fr = DensityFrame(time=s.t, rho=rho, mass=space.mass(rho), energy=space.energy(rho),
                           dissipation=space.dissipation(rho), min_density=float(rho.min()),

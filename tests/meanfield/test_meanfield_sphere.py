@@ -128,6 +128,9 @@ def test_resume_bit_for_bit_and_threads_do_not_change_numbers():
     again = list(solve_sphere_frames(config, state=frames[1].state))
     assert [f.time for f in again] == [0.4, 0.6]
     assert np.array_equal(again[-1].rho, frames[-1].rho)
+    from_start = list(solve_sphere_frames(config, state=frames[0].state))  # t = 0 not repeated
+    assert [f.time for f in from_start] == [0.2, 0.4, 0.6]
+    assert np.array_equal(from_start[-1].rho, frames[-1].rho)
     one = list(solve_sphere_frames(config, space=SphereSpace(config, nthreads=1)))
     assert np.array_equal(one[-1].rho, frames[-1].rho)
 
