@@ -12,7 +12,7 @@ from particles.display import time_text, value_text
 from particles.errors import SweepError
 from particles.io import RunSummary, TrajectoryFileError, kind_of, read_summary
 from particles.io.analysis import AnalysisSummary, analysis_source, read_analysis_summary
-from particles.io.density import DensitySummary, read_density_summary
+from particles.io.density import DensitySummary, grid_description, read_density_summary
 
 
 def _describe(key: str, value) -> str:
@@ -90,13 +90,14 @@ def density_info_lines(s: DensitySummary) -> list[str]:
     obs = s.final_observables
     config = s.config.to_dict()
     width = max(map(len, config))
+    where, grid = grid_description(s.config)
     return [
         f"{s.path}",
-        "kind         mean-field density on the circle (particles meanfield)",
+        f"kind         mean-field density on {where} (particles meanfield)",
         f"status       {status}",
         f"frames       {s.frames} (t = 0 .. {time_text(s.time)}, {s.step} solver steps, "
         f"{int(obs['rejected_steps'])} rejected)",
-        f"grid         {s.config.modes} points theta_j = 2 pi j / {s.config.modes}",
+        f"grid         {grid}",
         f"observables  {', '.join(s.observables) or '-'}",
         f"last frame   mass {obs['mass']:.12g}, energy {obs['energy']:.6g}, "
         f"min density {obs['min_density']:.3g}",

@@ -1,4 +1,4 @@
-"""Mean-field density files: the H5MD layout of a PDE run on the circle, writer and reader.
+"""Mean-field density files: the H5MD layout of a PDE run, writer and reader.
 
 A density file holds the solution ``rho(t, theta)`` of
 :func:`particles.meanfield.solve` on the grid ``theta_j = 2 pi j / M``
@@ -22,6 +22,19 @@ trajectory files.  Layout (https://www.nongnu.org/h5md/, version 1.1)::
                                    complete = 0 or 1 (int), config (JSON of
                                    MeanFieldConfig.to_dict()), seed (decimal string)
         versions                   particles, numpy, numba, h5py, hdf5, python
+
+Solves on the sphere (:class:`~particles.meanfield.sphere_config.SphereFieldConfig`,
+told apart by the ``lmax`` key of the stored configuration) keep the layout with
+their own grid; ``value`` holds the density relative to the uniform measure
+(1 = uniform, ``sum(value[f] * weights) == mass``) and ``/observables/density``
+carries the attributes ``geometry`` ("sphere" or "axisymmetric"), ``lmax`` and
+``d``::
+
+    sphere        value (frames, ntheta, nphi); theta (ntheta,) Gauss-Legendre
+                  colatitudes, phi (nphi,) longitudes 2 pi k / nphi, weights
+                  (ntheta,) the weight of each point of a ring (sum over the grid: 1)
+    axisymmetric  value (frames, N); theta (N,) polar angles of the Gauss nodes of
+                  sin^{d-2}, weights (N,) (sum 1)
 
 There is no ``/particles`` group: a density is not a set of particles, and
 H5MD allows observables on their own.  ``kind = "density"`` tells the file
@@ -71,6 +84,7 @@ from particles.io.hdf5 import (
 )
 from particles.io.kinds import Example, refusal, register
 from particles.meanfield import DensityFrame, DensityResult, MeanFieldConfig, SolverState
+from particles.meanfield.sphere_config import SphereFieldConfig
 from particles.trajectory import Frame
 
 __all__ = [
@@ -95,6 +109,47 @@ ELEMENT = "observables/density"
 
 #: the scalar observables of every frame, in the order written.
 OBSERVABLES = ("mass", "energy", "dissipation", "min_density", "step_size", "rejected_steps")
+
+
+def config_from_dict(d: dict) -> MeanFieldConfig | SphereFieldConfig:
+    """The stored configuration: on the sphere when it names ``lmax``, else the circle's."""
+    if "lmax" in d:
+        return SphereFieldConfig.from_dict(d)
+    return MeanFieldConfig.from_dict(d)
+
+
+def grid_shape(config: MeanFieldConfig | SphereFieldConfig) -> tuple[int, ...]:
+    """Shape of one frame's density: ``(M,)``, ``(ntheta, nphi)`` or ``(N,)``."""
+    if not isinstance(config, SphereFieldConfig):
+        return (int(config.modes),)
+    from particles.meanfield.axisymmetric import polar_nodes
+    from particles.meanfield.sphere import grid_size
+
+    return (polar_nodes(config.lmax),) if config.axisymmetric else grid_size(config.lmax)
+
+
+def grid_datasets(config: MeanFieldConfig | SphereFieldConfig) -> dict[str, np.ndarray]:
+    """The grid of a configuration as the datasets stored beside ``value``."""
+    if not isinstance(config, SphereFieldConfig):
+        return {"theta": grid(config.modes)}
+    from particles.meanfield.sphere_solver import make_space
+
+    space = make_space(config)
+    if config.axisymmetric:
+        return {"theta": space.theta, "weights": space.weights}
+    return {"theta": space.theta, "phi": space.phi, "weights": space.cell[:, 0]}
+
+
+def grid_description(config: MeanFieldConfig | SphereFieldConfig) -> tuple[str, str]:
+    """Where a density lives and its grid, in words (``particles info``)."""
+    if not isinstance(config, SphereFieldConfig):
+        return "the circle", f"{config.modes} points theta_j = 2 pi j / {config.modes}"
+    shape = grid_shape(config)
+    if config.axisymmetric:
+        return (f"S^{config.d - 1}, axisymmetric",
+                f"lmax {config.lmax}: {shape[0]} Gauss nodes in theta (weight sin^{config.d - 2})")
+    return ("S^2", f"lmax {config.lmax}: Gauss-Legendre {shape[0]} x {shape[1]} "
+            "(theta x phi), dealiased")
 
 
 def save_times(config: MeanFieldConfig) -> np.ndarray:
@@ -204,11 +259,18 @@ class DensityWriter(GroupWriter):
             write_header(f, kind=KIND, complete=np.int8(0),
                          config=json.dumps(config.to_dict()), seed=str(config.seed))
             element = f.create_group("observables").create_group("density")
-            appendable(element, "value", (config.modes,), np.float64)
+            appendable(element, "value", grid_shape(config), np.float64)
             appendable(element, "step", (), np.int64)
             appendable(element, "time", (), np.float64)
-            theta = element.create_dataset("theta", data=grid(config.modes))
-            theta.attrs["cells"] = "theta_j = 2 pi j / M; rho is the value at theta_j"
+            for name, data in grid_datasets(config).items():
+                element.create_dataset(name, data=data)
+            if isinstance(config, SphereFieldConfig):
+                element.attrs["geometry"] = config.kind
+                element.attrs["lmax"] = int(config.lmax)
+                element.attrs["d"] = int(config.d)
+            else:
+                element["theta"].attrs["cells"] = \
+                    "theta_j = 2 pi j / M; rho is the value at theta_j"
 
         f, reserve = create_file(path, fill)
         return cls(f, config, flush_interval=flush_interval, reserve=reserve)
@@ -249,11 +311,11 @@ class DensityWriter(GroupWriter):
         bool
             True when this call wrote frames to disk.
         """
-        if np.shape(frame.rho) != (self.meanfield.modes,):
-            raise ValueError(
-                f"density of shape {np.shape(frame.rho)} does not match modes="
-                f"{self.meanfield.modes}"
-            )
+        shape = grid_shape(self.meanfield)
+        if np.shape(frame.rho) != shape:
+            grid_name = (f"the grid {shape}" if isinstance(self.meanfield, SphereFieldConfig)
+                         else f"modes={shape[0]}")
+            raise ValueError(f"density of shape {np.shape(frame.rho)} does not match {grid_name}")
         _check_state(frame)
         wrote = super().append(_frame(frame, self._next))
         self._next += 1
@@ -341,7 +403,7 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
         )
     check_schema(params, path)
     try:
-        config = MeanFieldConfig.from_dict(json.loads(params.attrs["config"]))
+        config = config_from_dict(json.loads(params.attrs["config"]))
     except KeyError:
         raise file_error(path, "no /parameters attribute config") from None
     except (ValueError, TypeError) as exc:
@@ -351,10 +413,10 @@ def _inspect(f: h5py.File, path: Path) -> _Header:
         not isinstance(element.get(k), h5py.Dataset) for k in ("step", "time", "value", "theta")
     ):
         raise file_error(path, f"no /{ELEMENT}/{{step,time,value,theta}} datasets")
-    value, M = element["value"], config.modes
-    if value.shape[1:] != (M,) or element["theta"].shape != (M,):
+    value, shape = element["value"], grid_shape(config)
+    if value.shape[1:] != shape or element["theta"].shape != shape[:1]:
         raise file_error(path, f"density of shape {value.shape} does not match the "
-                         f"configuration (frames, {M})")
+                         f"configuration (frames, {', '.join(map(str, shape))})")
     lengths = [value.shape[0], element["step"].shape[0], element["time"].shape[0]]
     names = []
     for name, obs in f["observables"].items():
@@ -424,11 +486,16 @@ class StoredDensity(DensityResult):
         interrupted solve, which ``--resume`` continues).
     step_size : ndarray, shape (F,)
         The solver's next step at each frame.
+    phi, weights : ndarray or None
+        Solves on the sphere: the longitudes (S^2) and the quadrature weights
+        (module docstring); ``theta`` then holds the polar angles.
     """
 
     path: Path | None = None
     complete: bool = True
     step_size: np.ndarray | None = field(default=None, repr=False)
+    phi: np.ndarray | None = field(default=None, repr=False)
+    weights: np.ndarray | None = field(default=None, repr=False)
 
 
 def load_density(path: str | Path) -> StoredDensity:
@@ -480,6 +547,8 @@ def load_density(path: str | Path) -> StoredDensity:
             path=Path(path),
             complete=h.complete,
             step_size=obs["step_size"],
+            phi=np.asarray(element["phi"][:]) if "phi" in element else None,
+            weights=np.asarray(element["weights"][:]) if "weights" in element else None,
         )
 
     return read_retrying(path, _inspect, reader, "density")
@@ -487,7 +556,7 @@ def load_density(path: str | Path) -> StoredDensity:
 
 def density_bytes(config: MeanFieldConfig, frames: int) -> int:
     """Rough bytes of ``frames`` frames of ``config`` on disk."""
-    return frames * 8 * (config.modes + 8) + 2**16
+    return frames * 8 * (int(np.prod(grid_shape(config))) + 8) + 2**16
 
 
 class DensityKind:

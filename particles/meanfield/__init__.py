@@ -10,6 +10,13 @@ solver, :mod:`particles.meanfield.energy` the energy and its dissipation,
 :mod:`particles.meanfield.wasserstein` exact W1 distances on the circle
 (particles against the continuum), :mod:`particles.meanfield.moments` the
 trigonometric moments of a density (its order parameter).
+
+Beyond the circle (issue 42): :mod:`particles.meanfield.sphere` solves the PDE on
+S^2 with ducc0's spherical-harmonic transforms, :mod:`particles.meanfield.axisymmetric`
+densities of the polar angle only on S^{d-1} for any d, both configured by
+:class:`~particles.meanfield.sphere_config.SphereFieldConfig` and run by
+:func:`~particles.meanfield.sphere_solver.solve_sphere_frames`;
+:mod:`particles.meanfield.zonal` holds their linear theory (Funk-Hecke, Gegenbauer).
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ from particles.meanfield.solver import (
     solve_frames,
 )
 from particles.meanfield.spectral import velocity
+from particles.meanfield.sphere_config import SphereFieldConfig
+from particles.meanfield.sphere_solver import solve_sphere_frames
 from particles.meanfield.wasserstein import (
     quantile_angles,
     sample_density,
@@ -43,6 +52,7 @@ from particles.meanfield.wasserstein import (
     w1_circle_density,
     w1_circle_samples,
 )
+from particles.meanfield.zonal import critical_diffusion_sphere, growth_rate_sphere
 
 __all__ = [
     "INITS",
@@ -52,7 +62,9 @@ __all__ = [
     "DensityResult",
     "MeanFieldConfig",
     "SolverState",
+    "SphereFieldConfig",
     "critical_diffusion",
+    "critical_diffusion_sphere",
     "critical_noise",
     "density_moment",
     "density_order_parameter",
@@ -61,6 +73,7 @@ __all__ = [
     "fastest_mode",
     "free_energy",
     "growth_rate",
+    "growth_rate_sphere",
     "incoherent_order",
     "initial_density",
     "make_density",
@@ -69,6 +82,7 @@ __all__ = [
     "sample_density",
     "solve",
     "solve_frames",
+    "solve_sphere_frames",
     "velocity",
     "w1_circle_densities",
     "w1_circle_density",

@@ -26,6 +26,8 @@ spec          density
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from particles.seeds import init_rng
@@ -43,21 +45,23 @@ INITS: dict[str, dict[str, tuple[float, type]]] = {
 FROM_FILE = ("particles",)
 
 
-def parse_init(spec: str) -> tuple[str, dict[str, float]]:
-    """Split ``"name:key=value,..."`` into the name and its full parameter dict.
+def parse_spec(spec: str, inits: dict[str, dict[str, tuple[Any, type]]],
+               where: str = "") -> tuple[str, dict[str, Any]]:
+    """Split ``"name:key=value,..."`` against a registry of initial densities (name ->
+    {parameter: (default, type)}) into the name and its full parameter dict.
 
     Raises
     ------
     ValueError
-        One line naming the problem (unknown name or key, bad value).
+        One line naming the problem (unknown name or key, a value of the wrong type).
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"init must be a non-empty string, got {spec!r}")
     name, _, rest = spec.strip().partition(":")
     name = name.strip()
-    if name not in INITS:
-        raise ValueError(f"init must be one of {', '.join(INITS)}, got {name!r}")
-    schema = INITS[name]
+    if name not in inits:
+        raise ValueError(f"init must be one of {', '.join(inits)}{where}, got {name!r}")
+    schema = inits[name]
     params = {key: default for key, (default, _) in schema.items()}
     for item in filter(None, (s.strip() for s in rest.split(","))):
         key, eq, value = (s.strip() for s in item.partition("="))
@@ -78,6 +82,18 @@ def parse_init(spec: str) -> tuple[str, dict[str, float]]:
             raise ValueError(f"init {name!r}: {key} must be a finite {kind.__name__}, "
                              f"got {value!r}")
         params[key] = kind(num)
+    return name, params
+
+
+def parse_init(spec: str) -> tuple[str, dict[str, float]]:
+    """Split ``"name:key=value,..."`` into the name and its full parameter dict.
+
+    Raises
+    ------
+    ValueError
+        One line naming the problem (unknown name or key, bad value).
+    """
+    name, params = parse_spec(spec, INITS)
     if name in ("perturbed", "modes") and params["eps"] < 0:
         raise ValueError(f"init {name!r}: eps must be >= 0, got {params['eps']!r}")
     if name == "perturbed" and params["kmax"] < 1:

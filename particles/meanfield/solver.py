@@ -31,7 +31,8 @@ is analytic and aliasing errors are of the size of the unresolved part of
 limit on the step, and the advection is explicit.  The compiled steppers of
 :mod:`particles.integrators` act on particle rows and cannot take a complex
 spectral state with an integrating factor, so the public tableau
-(:data:`particles.integrators.tableaux.DOPRI5`) is applied here.  Every step starts
+(:data:`particles.integrators.tableaux.DOPRI5`) is applied by the loop shared with
+the sphere's solvers (:mod:`particles.meanfield.lawson`).  Every step starts
 from the grid density (no FSAL), so a :class:`SolverState` holds all that is
 needed to continue bit for bit.
 
@@ -77,10 +78,9 @@ from typing import Any
 import numpy as np
 
 from particles.errors import ConfigError, IntegrationError
-from particles.integrators.driver import step_factor
-from particles.integrators.tableaux import DOPRI5
 from particles.meanfield.energy import dissipation, energy
 from particles.meanfield.initial import grid, make_density, parse_init
+from particles.meanfield.lawson import SolverState, first_step, lawson_frames
 from particles.meanfield.linear import MEANFIELD_MODELS
 from particles.meanfield.moments import density_order_parameter
 from particles.meanfield.spectral import USA_MAX_BETA, USA_SCALES, multipliers
@@ -98,13 +98,12 @@ POSITIVITY = ("warn", "raise", "ignore")
 #: a frame loses positivity when min(rho) < -POSITIVITY_TOL * max(rho).
 POSITIVITY_TOL = 1e-6
 
-# the public Dormand-Prince 5(4) tableau of the particles' ``dopri5`` (nodes as an
-# array: their differences are the integrating factors' exponents)
-_C = np.array(DOPRI5.c)
-_A, _B, _E, _ORDER = DOPRI5.a, DOPRI5.b, DOPRI5.e, DOPRI5.order
 
 
-def _finite(name: str, value: Any, *, positive: bool = False, nonneg: bool = False) -> float:
+def finite_number(name: str, value: Any, *, positive: bool = False,
+                  nonneg: bool = False) -> float:
+    """``value`` as a finite float (``> 0`` or ``>= 0`` when asked); :class:`ConfigError`
+    naming ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ConfigError(f"{name} must be a number, got {value!r}", name)
     x = float(value)
@@ -115,6 +114,102 @@ def _finite(name: str, value: Any, *, positive: bool = False, nonneg: bool = Fal
     if nonneg and x < 0:
         raise ConfigError(f"{name} must be >= 0, got {value!r}", name)
     return x
+
+
+def check_times(config: Any) -> None:
+    """Validate ``T``, ``save_every`` and ``save_times`` of a frozen config (normalising
+    ``save_times`` to a tuple of floats); :class:`ConfigError` naming the field."""
+    T = finite_number("T", config.T, positive=True)
+    if config.save_every is not None and config.save_times is not None:
+        raise ConfigError("save_every and save_times are exclusive: give one", "save_every")
+    if config.save_every is not None:
+        finite_number("save_every", config.save_every, positive=True)
+        if config.save_every > T:
+            raise ConfigError(f"save_every must be <= T = {T!r}, got {config.save_every!r}",
+                              "save_every")
+    if config.save_times is not None:
+        try:
+            st = [float(s) for s in config.save_times]
+        except (TypeError, ValueError):
+            raise ConfigError(f"save_times must be numbers, got {config.save_times!r}",
+                              "save_times") from None
+        if not st or not all(math.isfinite(s) for s in st):
+            raise ConfigError(f"save_times must be finite numbers, got {config.save_times!r}",
+                              "save_times")
+        if any(0.0 < t < np.finfo(np.float64).tiny for t in st):
+            raise ConfigError(f"save_times must be 0 or at least "
+                              f"{np.finfo(np.float64).tiny:.3g} (subnormal times lose their "
+                              f"digits), got {config.save_times!r}", "save_times")
+        if any(b <= a for a, b in itertools.pairwise(st)) or st[0] < 0 or st[-1] > T:
+            raise ConfigError(f"save_times must increase within [0, T = {T!r}], "
+                              f"got {config.save_times!r}", "save_times")
+        object.__setattr__(config, "save_times", tuple(st))
+
+
+def check_steps(config: Any) -> None:
+    """Validate ``seed``, ``integrator``, the tolerances, ``dt0``, ``max_steps`` and
+    ``positivity`` of a config; :class:`ConfigError` naming the field."""
+    if isinstance(config.seed, bool) or not isinstance(config.seed, (int, np.integer)) \
+            or config.seed < 0:
+        raise ConfigError(f"seed must be an integer >= 0, got {config.seed!r}", "seed")
+    if config.integrator not in MEANFIELD_INTEGRATORS:
+        raise ConfigError(f"integrator must be one of {', '.join(MEANFIELD_INTEGRATORS)}, "
+                          f"got {config.integrator!r}", "integrator")
+    if not finite_number("rtol", config.rtol, positive=True) < 1.0:  # 100% error controls nothing
+        raise ConfigError(f"rtol must be in (0, 1), got {config.rtol!r}", "rtol")
+    finite_number("atol", config.atol, positive=True)
+    if config.dt0 is not None:
+        finite_number("dt0", config.dt0, positive=True)
+    if isinstance(config.max_steps, bool) or not isinstance(config.max_steps, (int, np.integer)) \
+            or config.max_steps < 1:
+        raise ConfigError(f"max_steps must be an integer >= 1, got {config.max_steps!r}",
+                          "max_steps")
+    if config.positivity not in POSITIVITY:
+        raise ConfigError(f"positivity must be one of {', '.join(POSITIVITY)}, "
+                          f"got {config.positivity!r}", "positivity")
+
+
+def config_dict(config: Any, integers: tuple[str, ...]) -> dict[str, Any]:
+    """A frozen config dataclass as a JSON-ready dict (``save_times`` a list, the
+    ``integers`` fields plain ints)."""
+    d = dataclasses.asdict(config)
+    if d["save_times"] is not None:
+        d["save_times"] = list(d["save_times"])
+    for key in integers:
+        d[key] = int(d[key])
+    return d
+
+
+def config_from(cls: type, d: dict[str, Any], what: str) -> Any:
+    """``cls`` rebuilt from :func:`config_dict` (unknown keys: one-line ValueError)."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(f"unknown {what} config keys: {', '.join(unknown)}")
+    d = dict(d)
+    if d.get("save_times") is not None:
+        d["save_times"] = tuple(d["save_times"])
+    return cls(**d)
+
+
+def frame_times(config: Any) -> np.ndarray:
+    """The save times of a config with ``T``, ``save_every`` and ``save_times``, shape
+    (F,): 0 first, ``T`` last with ``save_every``."""
+    T = float(config.T)
+    if config.save_times is not None:
+        st = [t for t in config.save_times if t > 0.0]
+        return np.array([0.0, *st])
+    if config.save_every is None:
+        return np.array([0.0, T])
+    se = float(config.save_every)
+    n = math.floor(T / se * (1 + 1e-12))
+    times = se * np.arange(n + 1)
+    if T - times[-1] > 1e-12 * T:
+        times = np.append(times, T)
+    else:
+        times[-1] = T
+    return times
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,72 +276,26 @@ class MeanFieldConfig:
         if self.model not in MEANFIELD_MODELS:
             raise ConfigError(f"model must be one of {', '.join(MEANFIELD_MODELS)}, "
                               f"got {self.model!r}", "model")
-        beta = _finite("beta", self.beta, nonneg=True)
+        beta = finite_number("beta", self.beta, nonneg=True)
         if self.usa_scale not in USA_SCALES:
             raise ConfigError(f"usa_scale must be one of {', '.join(USA_SCALES)}, "
                               f"got {self.usa_scale!r}", "usa_scale")
         if self.model == "usa" and self.usa_scale == "n" and beta > USA_MAX_BETA:
             raise ConfigError(f"beta must be <= {USA_MAX_BETA:g} for usa with usa_scale='n' "
                               f"(speeds ~ e^beta), got {self.beta!r}", "beta")
-        _finite("D", self.D, nonneg=True)
-        _finite("coupling", self.coupling)
+        finite_number("D", self.D, nonneg=True)
+        finite_number("coupling", self.coupling)
         if isinstance(self.modes, bool) or not isinstance(self.modes, (int, np.integer)):
             raise ConfigError(f"modes must be an integer, got {self.modes!r}", "modes")
         if self.modes < 8 or self.modes % 2:
             raise ConfigError(f"modes must be an even integer >= 8, got {self.modes!r}", "modes")
-        T = _finite("T", self.T, positive=True)
-        if self.save_every is not None and self.save_times is not None:
-            raise ConfigError("save_every and save_times are exclusive: give one", "save_every")
-        if self.save_every is not None:
-            _finite("save_every", self.save_every, positive=True)
-            if self.save_every > T:
-                raise ConfigError(f"save_every must be <= T = {T!r}, got {self.save_every!r}",
-                                  "save_every")
-        if self.save_times is not None:
-            try:
-                st = [float(s) for s in self.save_times]
-            except (TypeError, ValueError):
-                raise ConfigError(f"save_times must be numbers, got {self.save_times!r}",
-                                  "save_times") from None
-            if not st or not all(math.isfinite(s) for s in st):
-                raise ConfigError(f"save_times must be finite numbers, got {self.save_times!r}",
-                                  "save_times")
-            if any(0.0 < t < np.finfo(np.float64).tiny for t in st):
-                raise ConfigError(f"save_times must be 0 or at least "
-                                  f"{np.finfo(np.float64).tiny:.3g} (subnormal times lose their "
-                                  f"digits), got {self.save_times!r}", "save_times")
-            if any(b <= a for a, b in itertools.pairwise(st)) or st[0] < 0 or st[-1] > T:
-                raise ConfigError(f"save_times must increase within [0, T = {T!r}], "
-                                  f"got {self.save_times!r}", "save_times")
-            object.__setattr__(self, "save_times", tuple(st))
+        check_times(self)
         parse_init(self.init)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) \
-                or self.seed < 0:
-            raise ConfigError(f"seed must be an integer >= 0, got {self.seed!r}", "seed")
-        if self.integrator not in MEANFIELD_INTEGRATORS:
-            raise ConfigError(f"integrator must be one of {', '.join(MEANFIELD_INTEGRATORS)}, "
-                              f"got {self.integrator!r}", "integrator")
-        if not _finite("rtol", self.rtol, positive=True) < 1.0:  # 100% error controls nothing
-            raise ConfigError(f"rtol must be in (0, 1), got {self.rtol!r}", "rtol")
-        _finite("atol", self.atol, positive=True)
-        if self.dt0 is not None:
-            _finite("dt0", self.dt0, positive=True)
-        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, (int, np.integer)) \
-                or self.max_steps < 1:
-            raise ConfigError(f"max_steps must be an integer >= 1, got {self.max_steps!r}",
-                              "max_steps")
-        if self.positivity not in POSITIVITY:
-            raise ConfigError(f"positivity must be one of {', '.join(POSITIVITY)}, "
-                              f"got {self.positivity!r}", "positivity")
+        check_steps(self)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``save_times`` as a list); inverse of :meth:`from_dict`."""
-        d = dataclasses.asdict(self)
-        if d["save_times"] is not None:
-            d["save_times"] = list(d["save_times"])
-        for key in ("modes", "seed", "max_steps"):
-            d[key] = int(d[key])
-        return d
+        return config_dict(self, ("modes", "seed", "max_steps"))
 
     def to_json(self) -> str:
         """:meth:`to_dict` as a JSON string."""
@@ -255,54 +304,11 @@ class MeanFieldConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MeanFieldConfig:
         """Rebuild a config from :meth:`to_dict` (unknown keys: one-line ValueError)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown mean-field config keys: {', '.join(unknown)}")
-        d = dict(d)
-        if d.get("save_times") is not None:
-            d["save_times"] = tuple(d["save_times"])
-        return cls(**d)
+        return config_from(cls, d, "mean-field")
 
     def frame_times(self) -> np.ndarray:
         """The save times, shape (F,): 0 first, ``T`` last with ``save_every``."""
-        T = float(self.T)
-        if self.save_times is not None:
-            st = [t for t in self.save_times if t > 0.0]
-            return np.array([0.0, *st])
-        if self.save_every is None:
-            return np.array([0.0, T])
-        se = float(self.save_every)
-        n = math.floor(T / se * (1 + 1e-12))
-        times = se * np.arange(n + 1)
-        if T - times[-1] > 1e-12 * T:
-            times = np.append(times, T)
-        else:
-            times[-1] = T
-        return times
-
-
-@dataclass
-class SolverState:
-    """Where a solve stands at a save time: enough to continue it bit for bit.
-
-    Attributes
-    ----------
-    t : float
-        Time.
-    rho : ndarray, shape (M,)
-        Density on the grid.
-    dt : float
-        The step the controller proposes next.
-    steps, rejected : int
-        Accepted and rejected steps so far.
-    """
-
-    t: float
-    rho: np.ndarray
-    dt: float
-    steps: int = 0
-    rejected: int = 0
+        return frame_times(self)
 
 
 @dataclass
@@ -377,7 +383,8 @@ def initial_density(config: MeanFieldConfig) -> np.ndarray:
 
 
 class _Stepper:
-    """The Lawson DOPRI5 step in Fourier space for one configuration."""
+    """The Fourier discretisation of one configuration
+    (a :class:`~particles.meanfield.lawson.Space`)."""
 
     def __init__(self, config: MeanFieldConfig) -> None:
         M = int(config.modes)
@@ -388,11 +395,6 @@ class _Stepper:
         self.mz = m.normaliser
         self.dk = -m.derivative  # N_hat = -i k (rho v)_hat
         self.L = -float(config.D) * m.k**2
-        self.diffusion = float(config.D) > 0.0
-        self.rtol = float(config.rtol)
-        self.atol = float(config.atol)
-        self._h = None
-        self._factors: dict = {}
 
     def rhs(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Stage derivative ``N_hat(u)`` (advection only) and the grid density of ``u``."""
@@ -403,77 +405,35 @@ class _Stepper:
             v = v / np.fft.irfft(u * self.mz, M)
         return self.dk * np.fft.rfft(rho * v), rho
 
-    def factors(self, h: float) -> dict:
-        """``exp(L (c_i - c_j) h)`` for the stage pairs (empty without diffusion); the
-        distinct differences of the DOPRI5 nodes are exponentiated once per step size."""
-        if not self.diffusion:
-            return {}
-        if h != self._h:
-            by_gap: dict[float, np.ndarray] = {}
+    def analyse(self, rho: np.ndarray) -> np.ndarray:
+        """Grid density -> real-FFT coefficients."""
+        return np.fft.rfft(rho)
 
-            def gap(d: float) -> np.ndarray:
-                if d not in by_gap:
-                    by_gap[d] = np.exp(self.L * (d * h))
-                return by_gap[d]
-
-            f = {(i, j): gap(_C[i] - _C[j]) for i in range(DOPRI5.stages) for j in range(i)}
-            for j in range(DOPRI5.stages):
-                f["end", j] = gap(1.0 - _C[j])
-            f["end", "u"] = gap(1.0)
-            self._factors = f
-            self._h = h
-        return self._factors
-
-    def attempt(self, u0: np.ndarray, k1: np.ndarray, rho0: np.ndarray, h: float):
-        """One attempt from ``u0`` (Fourier) with first stage ``k1``: the candidate
-        grid density and the scaled error."""
-        F = self.factors(h)
-        K = [k1]
-        for i in range(1, 6):
-            if F:
-                acc = F[i, 0] * u0
-                for j, a in enumerate(_A[i]):
-                    if a != 0.0:
-                        acc = acc + (h * a) * (F[i, j] * K[j])
-            else:
-                acc = u0
-                for j, a in enumerate(_A[i]):
-                    if a != 0.0:
-                        acc = acc + (h * a) * K[j]
-            K.append(self.rhs(acc)[0])
-        if F:
-            u1 = F["end", "u"] * u0
-            for j, b in enumerate(_B):
-                if b != 0.0:
-                    u1 = u1 + (h * b) * (F["end", j] * K[j])
-        else:
-            u1 = u0
-            for j, b in enumerate(_B):
-                if b != 0.0:
-                    u1 = u1 + (h * b) * K[j]
-        k7, rho1 = self.rhs(u1)
-        K.append(k7)
-        e = np.zeros_like(u0)
-        for j, c in enumerate(_E):
-            if c != 0.0:
-                e = e + (h * c) * (F["end", j] * K[j] if F else K[j])
+    def norm(self, e: np.ndarray) -> float:
+        """RMS on the grid of the function with coefficients ``e``."""
         eg = np.fft.irfft(e, self.M)
-        scale = self.atol + self.rtol * max(np.abs(rho0).max(), np.abs(rho1).max())
-        with np.errstate(over="ignore", invalid="ignore"):
-            err = float(np.sqrt(np.mean(eg * eg)) / scale)
-        if not np.all(np.isfinite(rho1)):
-            err = math.inf
-        return rho1, err
+        return float(np.sqrt(np.mean(eg * eg)))
 
-    def first_step(self, rho: np.ndarray, T: float) -> float:
-        """Initial step from the size of the advection (Hairer, Norsett, Wanner II.4)."""
-        n, _ = self.rhs(np.fft.rfft(rho))
-        d1 = float(np.sqrt(np.mean(np.fft.irfft(n, self.M) ** 2)))
-        d0 = float(np.sqrt(np.mean(rho**2)))
-        h = 1e-6 if d1 < 1e-12 * max(d0, 1e-300) else 0.01 * d0 / d1
-        if self.diffusion:
-            h = min(h, 1.0 / max(1e-300, -self.L[1]))
-        return min(h, T)
+    def rms(self, rho: np.ndarray) -> float:
+        """RMS of a grid density."""
+        return float(np.sqrt(np.mean(rho**2)))
+
+
+def check_positivity(policy: str, frame: DensityFrame, warned: bool, resolution: str,
+                     *, stacklevel: int = 2) -> bool:
+    """Apply the positivity ``policy`` to a frame (module docstring); returns whether a
+    warning has now been given (``warned``: one was given before; ``resolution``: the
+    option that refines the grid, named in the message)."""
+    rho = frame.rho
+    if frame.min_density < -POSITIVITY_TOL * float(rho.max()):
+        msg = (f"mean-field density lost positivity at t = {frame.time:.6g} "
+               f"(min {frame.min_density:.3g}, max {rho.max():.3g}): raise {resolution} or D")
+        if policy == "raise":
+            raise IntegrationError(msg)
+        if policy == "warn" and not warned:
+            warnings.warn(msg, RuntimeWarning, stacklevel=stacklevel + 1)
+            return True
+    return warned
 
 
 def _frame(config: MeanFieldConfig, t: float, rho: np.ndarray, state: SolverState) -> DensityFrame:
@@ -572,60 +532,17 @@ def solve_frames(config: MeanFieldConfig, *, state: SolverState | None = None,
         At every save time after ``state.t`` (t = 0 included unless resuming).
     """
     T = float(config.T)
-    times = config.frame_times()
     stepper = _Stepper(config)
     if state is None:
         rho = initial_density(config) if rho0 is None else _check_rho0(config, rho0)
-        t, steps, rejected = 0.0, 0, 0
-        h = float(config.dt0) if config.dt0 is not None else stepper.first_step(rho, T)
-        pending = times
+        h = float(config.dt0) if config.dt0 is not None else first_step(stepper, rho, T)
+        start = SolverState(t=0.0, rho=rho, dt=h)
     else:
         start = _check_state(config, state)
-        rho, t, h, steps, rejected = start.rho, start.t, start.dt, start.steps, start.rejected
-        pending = times[times > t * (1 + 1e-14) + 1e-300]
     warned = False
-    max_steps = int(config.max_steps)
-    u0 = k1 = None  # Fourier state and first stage of the current rho (kept over rejections)
-    for tf in pending:
-        tf = float(tf)
-        tiny = 1e-14 * max(1.0, abs(tf))
-        span = max(tf - t, 1e-300)
-        while tf - t > tiny:
-            if steps + rejected >= max_steps:
-                raise IntegrationError(f"mean-field solve stopped at t = {t:.6g}: max_steps = "
-                                       f"{max_steps} reached")
-            last = h >= tf - t
-            hh = tf - t if last else h
-            if u0 is None:
-                u0 = np.fft.rfft(rho)
-                k1 = stepper.rhs(u0)[0]
-            rho1, err = stepper.attempt(u0, k1, rho, hh)
-            fac = step_factor.py_func(err, _ORDER)
-            if err <= 1.0:
-                rho = rho1
-                u0 = None
-                t = tf if last else t + hh
-                steps += 1
-                h = max(h, hh * fac) if last else hh * fac
-            else:
-                rejected += 1
-                h = hh * fac
-            if not h > 1e-14 * span:
-                raise IntegrationError(f"mean-field step vanished at t = {t:.6g} "
-                                       f"(dt = {h:.3g}): the density is not resolved")
-        if not np.all(np.isfinite(rho)):
-            raise IntegrationError(f"mean-field density is not finite at t = {tf:.6g}")
-        # a step may end within `tiny` of tf: snap, so that an uninterrupted solve and one
-        # resumed from this frame's state (t = tf) continue from the same time
-        t = tf
-        fr = _frame(config, tf, rho, SolverState(t=tf, rho=rho.copy(), dt=h, steps=steps,
-                                                 rejected=rejected))
-        if fr.min_density < -POSITIVITY_TOL * float(rho.max()):
-            msg = (f"mean-field density lost positivity at t = {tf:.6g} "
-                   f"(min {fr.min_density:.3g}, max {rho.max():.3g}): raise modes or D")
-            if config.positivity == "raise":
-                raise IntegrationError(msg)
-            if config.positivity == "warn" and not warned:
-                warnings.warn(msg, RuntimeWarning, stacklevel=2)
-                warned = True
+    for s in lawson_frames(stepper, config.frame_times(), start, rtol=float(config.rtol),
+                           atol=float(config.atol), max_steps=int(config.max_steps),
+                           resumed=state is not None):
+        fr = _frame(config, s.t, s.rho, s)
+        warned = check_positivity(config.positivity, fr, warned, "modes", stacklevel=3)
         yield fr

@@ -30,6 +30,7 @@ from particles.io import load
 from particles.io.density import is_density_file, load_density
 from particles.meanfield.wasserstein import w1_circle_density
 from particles.paths import check_output_path
+from particles.plotting.density_sphere import sphere_density_figure
 from particles.plotting.frames import nearest_frames
 from particles.plotting.kernels import default_times
 from particles.plotting.kinds import FigureKind, figure_kind, register_figures
@@ -307,10 +308,13 @@ def compare_figure(density: Any, traj: Any, *, times: ArrayLike | None = None) -
 
 
 def _draw_density(density: Any, run: Any, times: ArrayLike | None) -> Figure:
-    return density_figure(density, times=times)
+    sphere = density.weights is not None  # a solve on the sphere (S^2 or axisymmetric)
+    return (sphere_density_figure if sphere else density_figure)(density, times=times)
 
 
 def _draw_compare(density: Any, run: Any, times: ArrayLike | None) -> Figure:
+    if density.weights is not None:
+        raise ValueError("kind 'compare' draws densities on the circle; this one is on a sphere")
     return compare_figure(density, run, times=times)
 
 

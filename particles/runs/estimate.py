@@ -32,8 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from particles.config import SimulationConfig
 from particles.integrators import INTEGRATORS
+from particles.io.density import grid_shape
 from particles.io.h5md import expected_frames
 from particles.plan import facts
 
@@ -359,7 +362,8 @@ MEANFIELD_ARRAYS = 24
 
 
 def meanfield_estimate(config: Any) -> Estimate:
-    """The rough cost of a mean-field solve (a :class:`~particles.meanfield.MeanFieldConfig`),
+    """The rough cost of a mean-field solve (a :class:`~particles.meanfield.MeanFieldConfig`
+    or :class:`~particles.meanfield.sphere_config.SphereFieldConfig`),
     counted from its sizes: nothing is allocated (``--modes 1e13`` is described at once).
 
     Returns
@@ -368,7 +372,7 @@ def meanfield_estimate(config: Any) -> Estimate:
         ``steps`` at one step per save interval (adaptive: a lower bound),
         ``seconds`` at two FFTs per stage.
     """
-    M = int(config.modes)
+    M = int(np.prod(grid_shape(config)))  # grid points (the circle's modes, S^2's rings)
     if config.save_times is not None:
         frames = 1 + sum(1 for t in config.save_times if t > 0.0)
     elif config.save_every is None:

@@ -1,4 +1,5 @@
-"""The mean-field session: solve the PDE on the circle and stream the density to a file.
+"""The mean-field session: solve the PDE (on the circle, on S^2 or axisymmetric on S^{d-1})
+and stream the density to a file.
 
 :func:`run_meanfield_to_file` is its rules (:data:`RESUME`, :data:`STOPS`)
 plus one call of the session driver :func:`particles.runs.session.stream`,
@@ -34,6 +35,8 @@ from particles.io.density import DENSITY, DensitySummary, save_times
 from particles.io.hdf5 import FLUSH_INTERVAL
 from particles.meanfield import MeanFieldConfig, solve_frames
 from particles.meanfield.initial import parse_init
+from particles.meanfield.sphere_config import SphereFieldConfig
+from particles.meanfield.sphere_solver import solve_sphere_frames
 from particles.progress import Progress
 from particles.runs.initial import particles_density, particles_spec
 from particles.runs.session import Resume, Stops, stream
@@ -59,7 +62,8 @@ def meanfield_resume_path(path: str | Path) -> Path:
     return resume_kind(DENSITY, path)
 
 
-def check_meanfield_resume(given: MeanFieldConfig, stored: MeanFieldConfig) -> None:
+def check_meanfield_resume(given: MeanFieldConfig | SphereFieldConfig,
+                           stored: MeanFieldConfig | SphereFieldConfig) -> None:
     """Refuse to resume with a configuration other than the stored one.
 
     Raises
@@ -78,7 +82,7 @@ def check_meanfield_resume(given: MeanFieldConfig, stored: MeanFieldConfig) -> N
 
 
 def run_meanfield_to_file(
-    config: MeanFieldConfig | None,
+    config: MeanFieldConfig | SphereFieldConfig | None,
     path: str | Path,
     *,
     overwrite: bool = False,
@@ -91,8 +95,8 @@ def run_meanfield_to_file(
 
     Parameters
     ----------
-    config : MeanFieldConfig or None
-        The solve.  With
+    config : MeanFieldConfig, SphereFieldConfig or None
+        The solve (on the circle, or on the sphere).  With
         ``resume`` it may be None (the stored configuration is used) and
         otherwise must equal it.
     path : str or Path
@@ -136,14 +140,22 @@ def run_meanfield_to_file(
     if not resume and config is None:
         raise ValueError("config is required unless resume=True")
     rho0 = None
-    if config is not None and parse_init(config.init)[0] == "particles":
+    sphere = isinstance(config, SphereFieldConfig)
+    if config is not None and not sphere and parse_init(config.init)[0] == "particles":
         # the file records the bandwidth used (and the original command resumes);
         # a new solve reads the tokens before any work
         config = dataclasses.replace(config, init=particles_spec(config.init, config.modes))
         if not resume:
             rho0 = particles_density(config.init, int(config.modes))[0]
 
-    def frames(config: MeanFieldConfig, stored: DensitySummary | None):
+    def frames(config: MeanFieldConfig | SphereFieldConfig, stored: DensitySummary | None):
+        if isinstance(config, SphereFieldConfig):
+            with Progress(config.T, enabled=progress, label="solving") as bar:
+                for frame in solve_sphere_frames(
+                        config, state=None if stored is None else stored.state()):
+                    bar.update(float(frame.time))
+                    yield frame
+            return
         start = rho0
         if stored is None and start is None and parse_init(config.init)[0] == "particles":
             start = particles_density(config.init, int(config.modes))[0]  # adopted: frame 0 lost
@@ -153,14 +165,16 @@ def run_meanfield_to_file(
                 bar.update(float(frame.time))
                 yield frame
 
-    name, params = parse_init(config.init) if config is not None else (None, {})
+    name, params = parse_init(config.init) if config is not None and not sphere \
+        else (None, {})
     return stream(DENSITY, path, config, frames, stops=STOPS,
                   resume=RESUME if resume else None, overwrite=overwrite,
                   flush_interval=flush_interval, should_stop=should_stop,
                   inputs=[params["file"]] if name == "particles" else [])
 
 
-def _plan(stored: DensitySummary, given: MeanFieldConfig | None) -> MeanFieldConfig | None:
+def _plan(stored: DensitySummary, given: MeanFieldConfig | SphereFieldConfig | None
+          ) -> MeanFieldConfig | SphereFieldConfig | None:
     """The stored configuration, which continues the file (None: it is complete);
     a ``given`` one must equal it."""
     if given is not None:
