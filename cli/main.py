@@ -54,8 +54,8 @@ COMMANDS: list[CommandEntry] = [
                  "initial condition on the circle (d = 2)."),
     CommandEntry("kernels", "particles_cli.kernels", "Run each attention kernel from the "
                  "same initial tokens and plot them side by side."),
-    CommandEntry("meanfield", "particles_cli.meanfield", "Solve the mean-field PDE on the "
-                 "circle and stream the density to an H5MD file."),
+    CommandEntry("meanfield", "particles_cli.meanfield", "Solve the mean-field PDE and "
+                 "stream the density to an H5MD file."),
     CommandEntry("sweep", "particles_cli.sweep",
                  "Run ensembles over a grid of parameters into one sweep file."),
     CommandEntry("compile", "particles_cli.compile", "Compile the kernels of every command "
