@@ -642,42 +642,52 @@ def compare_file(name: str, old: dict, new: dict, old_path: Path, new_path: Path
     if extra:
         out.problems.append(f"extra datasets {', '.join(extra)}")
     for ds in sorted(set(od) & set(nd)):
-        a, b = od[ds], nd[ds]
-        if a["shape"] != b["shape"] or a["dtype"] != b["dtype"]:
-            out.problems.append(f"{ds}: {a['dtype']}{tuple(a['shape'])} -> "
-                                f"{b['dtype']}{tuple(b['shape'])}")
-            continue
-        if a["sha256"] != b["sha256"]:
-            try:
-                diff = _max_abs_diff(_load_dataset(old_path, old["type"], ds),
-                                     _load_dataset(new_path, new["type"], ds))
-            except Exception as exc:  # the recorded copy is gone
-                out.problems.append(f"{ds}: bytes differ ({type(exc).__name__})")
-                continue
-            out.diffs[ds] = diff
-        if a.get("same_as") != b.get("same_as"):
-            out.problems.append(f"{ds}: hard link to {a.get('same_as')} -> {b.get('same_as')}")
-        if "attrs" in a:
-            out.problems += _compare_attrs(ds, a["attrs"], b["attrs"])
-        if a.get("layout") != b.get("layout"):
-            out.notes.append(f"{ds} layout {a.get('layout')} -> {b.get('layout')}")
+        _compare_dataset(out, ds, od[ds], nd[ds], old["type"], new["type"], old_path,
+                         new_path)
     if old["type"] == "hdf5":
-        og, ng = old["groups"], new["groups"]
-        gm, ge = sorted(set(og) - set(ng)), sorted(set(ng) - set(og))
-        if gm:
-            out.problems.append(f"missing groups {', '.join(gm)}")
-        if ge:
-            out.problems.append(f"extra groups {', '.join(ge)}")
-        for g in sorted(set(og) & set(ng)):
-            a, b = og[g], ng[g]
-            if a.get("same_as") != b.get("same_as") or a.get("link") != b.get("link") or \
-                    a.get("target") != b.get("target"):
-                out.problems.append(f"group {g}: link {a} -> {b}")
-            elif "attrs" in a:
-                out.problems += _compare_attrs(g, a["attrs"], b["attrs"])
+        _compare_groups(out, old["groups"], new["groups"])
     if old["type"] == "png" and old["sha256"] != new["sha256"] and not out.diffs:
         out.notes.append(f"{name}: PNG bytes differ, pixels identical")
     return out
+
+
+def _compare_dataset(out: FileDiff, ds: str, a: dict, b: dict, old_type: str, new_type: str,
+                     old_path: Path, new_path: Path) -> None:
+    """Add to ``out`` how dataset ``ds`` changed (manifest entries ``a`` -> ``b``)."""
+    if a["shape"] != b["shape"] or a["dtype"] != b["dtype"]:
+        out.problems.append(f"{ds}: {a['dtype']}{tuple(a['shape'])} -> "
+                            f"{b['dtype']}{tuple(b['shape'])}")
+        return
+    if a["sha256"] != b["sha256"]:
+        try:
+            diff = _max_abs_diff(_load_dataset(old_path, old_type, ds),
+                                 _load_dataset(new_path, new_type, ds))
+        except Exception as exc:  # the recorded copy is gone
+            out.problems.append(f"{ds}: bytes differ ({type(exc).__name__})")
+            return
+        out.diffs[ds] = diff
+    if a.get("same_as") != b.get("same_as"):
+        out.problems.append(f"{ds}: hard link to {a.get('same_as')} -> {b.get('same_as')}")
+    if "attrs" in a:
+        out.problems += _compare_attrs(ds, a["attrs"], b["attrs"])
+    if a.get("layout") != b.get("layout"):
+        out.notes.append(f"{ds} layout {a.get('layout')} -> {b.get('layout')}")
+
+
+def _compare_groups(out: FileDiff, og: dict, ng: dict) -> None:
+    """Add to ``out`` the HDF5 groups missing, extra, or changed (links, attributes)."""
+    gm, ge = sorted(set(og) - set(ng)), sorted(set(ng) - set(og))
+    if gm:
+        out.problems.append(f"missing groups {', '.join(gm)}")
+    if ge:
+        out.problems.append(f"extra groups {', '.join(ge)}")
+    for g in sorted(set(og) & set(ng)):
+        a, b = og[g], ng[g]
+        if a.get("same_as") != b.get("same_as") or a.get("link") != b.get("link") or \
+                a.get("target") != b.get("target"):
+            out.problems.append(f"group {g}: link {a} -> {b}")
+        elif "attrs" in a:
+            out.problems += _compare_attrs(g, a["attrs"], b["attrs"])
 
 
 def compare_case(name: str, old: dict, new: dict, old_dir: Path, new_dir: Path

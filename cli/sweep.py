@@ -121,6 +121,39 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
     if ctx.invoked_subcommand is not None:
         return
     from particles.errors import SweepError
+
+    if until_clusters is not None:  # not recorded and ignored: refused
+        raise click.UsageError(stop_refusal("until_clusters"))
+    given = {k: v for k, v in options.items() if v is not None}
+    sweep_keys: dict = {}
+    values: dict = {}
+    try:
+        spec, max_wall = _spec_of(ctx, given, values, sweep_keys, config_file=config_file,
+                                  runs=runs, deltas=deltas, eps=eps, seed=seed,
+                                  max_wall=max_wall, resume=resume,
+                                  keep_positions=keep_positions)
+    except SweepError as exc:
+        _fail(_named_in_file(exc, given, values, sweep_keys, config_file))
+    _check_workers(chunk, processes, scheduler, scheduler_file, scheduler_timeout)
+    if dry_run:
+        _dry_run(spec, out, chunk, resume)
+    if spec is not None and not no_size_check:  # before any work (a dry run: after it)
+        _check_fits(spec, out)
+    if dry_run:
+        return
+    run_it(spec, out, overwrite=overwrite, resume=resume, chunk=chunk, processes=processes,
+           scheduler=scheduler, scheduler_file=scheduler_file, timeout=scheduler_timeout,
+           max_wall=max_wall)
+
+
+def _spec_of(ctx: click.Context, given: dict, values: dict, sweep_keys: dict, *,
+             config_file: Path | None, runs: int, deltas: str, eps: float, seed: int | None,
+             max_wall: float | None, resume: bool, keep_positions: bool):
+    """The sweep's spec (None to resume with no value given) and its checked ``max_wall``.
+
+    Fills ``values`` (the grid's fields) and ``sweep_keys`` (the file's session keys) as
+    it reads them, so that a caller catching a ``SweepError`` can name the file's key.
+    """
     from particles.sweep.grid import (
         SESSION_KEYS,
         SweepSpec,
@@ -129,46 +162,62 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
         read_sweep_file,
     )
 
-    if until_clusters is not None:  # not recorded and ignored: refused
-        raise click.UsageError(stop_refusal("until_clusters"))
-    given = {k: v for k, v in options.items() if v is not None}
-    sweep_keys: dict = {}
-    values: dict = {}
-    try:
-        values: dict = read_sweep_file(config_file) if config_file else {}
-        sweep_keys = {k: values.pop(k) for k in SESSION_KEYS if k in values}
-        # click fills ctx.params in command-line order: the order of the axes
-        order = [k for k in ctx.params if k in given]
-        for k in order:
-            values[k] = parse_value(k, given[k])
-        src = ctx.get_parameter_source
-        if src("runs") == click.core.ParameterSource.DEFAULT and "runs" in sweep_keys:
-            runs = sweep_keys["runs"]
-        if src("deltas") == click.core.ParameterSource.DEFAULT and "delta" in sweep_keys:
-            given_delta = sweep_keys["delta"]  # a number or a list of them
-            delta_values = tuple(given_delta if isinstance(given_delta, list) else [given_delta])
-        else:
-            delta_values = tuple(float(x) for x in _floats("--delta", deltas))
-        if src("eps") == click.core.ParameterSource.DEFAULT and "eps" in sweep_keys:
-            eps = sweep_keys["eps"]
-        if seed is None:
-            seed = sweep_keys.get("seed")
-        if max_wall is None:
-            max_wall = sweep_keys.get("max_wall")
-        if max_wall is not None:
-            max_wall = check_max_wall(max_wall)
-        spec = None
-        if not resume or values:
-            spec = SweepSpec.from_values(values, runs=runs, deltas=delta_values, seed=seed,
-                                         eps=eps, positions=keep_positions)
-    except SweepError as exc:
-        # a value from the file: say so, naming its key
-        key = next((k for k in sweep_keys if f"--{k.replace('_', '-')}" in str(exc)), None)
-        field = getattr(exc, "field", None)
-        if field in values and field not in given:
-            key = field
-        _fail(SweepError(f"{exc} (key {key} in {config_file})") if key and config_file
-              else exc)
+    values.update(read_sweep_file(config_file) if config_file else {})
+    sweep_keys.update({k: values.pop(k) for k in SESSION_KEYS if k in values})
+    # click fills ctx.params in command-line order: the order of the axes
+    order = [k for k in ctx.params if k in given]
+    for k in order:
+        values[k] = parse_value(k, given[k])
+    runs = _file_default(ctx, "runs", runs, sweep_keys, "runs")
+    delta_values = _delta_values(ctx, deltas, sweep_keys)
+    eps = _file_default(ctx, "eps", eps, sweep_keys, "eps")
+    if seed is None:
+        seed = sweep_keys.get("seed")
+    if max_wall is None:
+        max_wall = sweep_keys.get("max_wall")
+    if max_wall is not None:
+        max_wall = check_max_wall(max_wall)
+    spec = None
+    if not resume or values:
+        spec = SweepSpec.from_values(values, runs=runs, deltas=delta_values, seed=seed,
+                                     eps=eps, positions=keep_positions)
+    return spec, max_wall
+
+
+def _file_default(ctx: click.Context, param: str, value, sweep_keys: dict, key: str):
+    """The file's ``key`` where the command line left ``param`` at its default."""
+    if ctx.get_parameter_source(param) == click.core.ParameterSource.DEFAULT \
+            and key in sweep_keys:
+        return sweep_keys[key]
+    return value
+
+
+def _delta_values(ctx: click.Context, deltas: str, sweep_keys: dict) -> tuple:
+    """The thresholds: the file's ``delta`` (a number or a list) or ``--delta``."""
+    if ctx.get_parameter_source("deltas") == click.core.ParameterSource.DEFAULT \
+            and "delta" in sweep_keys:
+        given_delta = sweep_keys["delta"]  # a number or a list of them
+        return tuple(given_delta if isinstance(given_delta, list) else [given_delta])
+    return tuple(float(x) for x in _floats("--delta", deltas))
+
+
+def _named_in_file(exc: Exception, given: dict, values: dict, sweep_keys: dict,
+                   config_file: Path | None) -> Exception:
+    """``exc``, naming the key of ``config_file`` when the bad value came from the file."""
+    from particles.errors import SweepError
+
+    key = next((k for k in sweep_keys if f"--{k.replace('_', '-')}" in str(exc)), None)
+    field = getattr(exc, "field", None)
+    if field in values and field not in given:
+        key = field
+    return SweepError(f"{exc} (key {key} in {config_file})") if key and config_file else exc
+
+
+def _check_workers(chunk: int | None, processes: int | None, scheduler: str | None,
+                   scheduler_file: Path | None, scheduler_timeout: float | None) -> None:
+    """Refuse a bad --chunk, processes with a scheduler, a bad --scheduler-timeout."""
+    from particles.errors import SweepError
+
     if chunk is not None and chunk < 1:
         raise click.BadParameter(f"must be a positive integer, got {chunk}",
                                  param_hint="'--chunk'")
@@ -180,21 +229,17 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
             check_timeout(scheduler_timeout)
         except SweepError as exc:
             raise click.BadParameter(str(exc), param_hint="'--scheduler-timeout'") from None
-    if dry_run:
-        _dry_run(spec, out, chunk, resume)
-    if spec is not None and not no_size_check:  # before any work (a dry run: after it)
-        from particles.runs.estimate import check_fits
-        from particles.sweep.run import sweep_estimate
 
-        try:
-            check_fits(sweep_estimate(spec.resolved()), out)
-        except ValueError as exc:
-            _fail(exc)
-    if dry_run:
-        return
-    run_it(spec, out, overwrite=overwrite, resume=resume, chunk=chunk, processes=processes,
-           scheduler=scheduler, scheduler_file=scheduler_file, timeout=scheduler_timeout,
-           max_wall=max_wall)
+
+def _check_fits(spec, out: Path) -> None:
+    """Refuse a sweep whose memory or file exceeds what is available."""
+    from particles.runs.estimate import check_fits
+    from particles.sweep.run import sweep_estimate
+
+    try:
+        check_fits(sweep_estimate(spec.resolved()), out)
+    except ValueError as exc:
+        _fail(exc)
 
 
 def _floats(option: str, text: str) -> list[float]:

@@ -683,22 +683,16 @@ def _robust_cache_class():
     global _ROBUST_CACHE
     if _ROBUST_CACHE is not None:
         return _ROBUST_CACHE
-    import inspect
-    import pickle
-
     from numba.core import caching
     from numba.core import config as numba_config
 
-    def _load_paths(py_func, py_file) -> list[str]:
-        """The read-only cache directory of ``py_func`` that would be used if it
-        could take writes (a read-only NUMBA_CACHE_DIR, or the installation's
-        ``__pycache__`` when no NUMBA_CACHE_DIR is set), which then serves loads;
-        a writable one is the only cache (an empty NUMBA_CACHE_DIR is cold)."""
-        if numba_config.CACHE_DIR:
-            preferred = caching.UserProvidedCacheLocator(py_func, py_file).get_cache_path()
-        else:
-            preferred = caching.InTreeCacheLocator(py_func, py_file).get_cache_path()
-        return [] if _writable_once(preferred) else [preferred]
+    _ROBUST_CACHE = _robust_cache_of(caching, numba_config, _impl_class(caching, numba_config),
+                                     _checked_file_class(caching))
+    return _ROBUST_CACHE
+
+
+def _impl_class(caching, numba_config):
+    """Numba's ``CompileResultCacheImpl`` with the locations of :func:`cache_dir`."""
 
     class PerUserLocator(caching.UserWideCacheLocator):
         """``user_cache_dir()/<source dir>_<hash>`` (Numba's own user-wide
@@ -708,6 +702,24 @@ def _robust_cache_class():
             super().__init__(py_func, py_file)
             self._cache_path = os.path.join(user_cache_dir(),
                                             self.get_suitable_cache_subpath(py_file))
+
+    class Impl(caching.CompileResultCacheImpl):
+        _locator_classes = (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator,
+                            PerUserLocator)
+
+        def __init__(self, py_func):
+            if numba_config.CACHE_DIR:
+                # a NUMBA_CACHE_DIR that cannot take writes: new entries go to the
+                # per-user cache, never silently into the installation's tree
+                self._locator_classes = (caching.UserProvidedCacheLocator, PerUserLocator)
+            super().__init__(py_func)
+
+    return Impl
+
+
+def _checked_file_class(caching):
+    """Numba's ``IndexDataCacheFile`` with a checksum on every data file."""
+    import pickle
 
     class CheckedFile(caching.IndexDataCacheFile):
         """Data files carry a SHA-256 of their payload, checked on load; the
@@ -743,30 +755,41 @@ def _robust_cache_class():
                 raise pickle.UnpicklingError(f"checksum mismatch in {name}")
             return pickle.loads(payload)
 
-    class Impl(caching.CompileResultCacheImpl):
-        _locator_classes = (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator,
-                            PerUserLocator)
+    return CheckedFile
 
-        def __init__(self, py_func):
-            if numba_config.CACHE_DIR:
-                # a NUMBA_CACHE_DIR that cannot take writes: new entries go to the
-                # per-user cache, never silently into the installation's tree
-                self._locator_classes = (caching.UserProvidedCacheLocator, PerUserLocator)
-            super().__init__(py_func)
+
+def _load_paths(caching, numba_config, py_func, py_file) -> list[str]:
+    """The read-only cache directory of ``py_func`` that would be used if it
+    could take writes (a read-only NUMBA_CACHE_DIR, or the installation's
+    ``__pycache__`` when no NUMBA_CACHE_DIR is set), which then serves loads;
+    a writable one is the only cache (an empty NUMBA_CACHE_DIR is cold)."""
+    if numba_config.CACHE_DIR:
+        preferred = caching.UserProvidedCacheLocator(py_func, py_file).get_cache_path()
+    else:
+        preferred = caching.InTreeCacheLocator(py_func, py_file).get_cache_path()
+    return [] if _writable_once(preferred) else [preferred]
+
+
+def _robust_cache_of(caching, numba_config, impl, checked_file):
+    """Numba's ``FunctionCache`` on the locations of ``impl`` and the files of
+    ``checked_file``, which also loads from read-only caches and takes a
+    corrupted entry for a miss."""
+    import inspect
 
     class RobustCache(caching.FunctionCache):
-        _impl_class = Impl
+        _impl_class = impl
 
         def __init__(self, py_func):
             super().__init__(py_func)
             old = self._cache_file
-            self._cache_file = CheckedFile(old._cache_path, self._impl.filename_base,
-                                           old._source_stamp)
+            self._cache_file = checked_file(old._cache_path, self._impl.filename_base,
+                                            old._source_stamp)
             # where entries are also loaded from: the directories a read-only
             # cache may be in (a shared software tree, a read-only NUMBA_CACHE_DIR)
             self._readers = [
-                CheckedFile(path, self._impl.filename_base, old._source_stamp)
-                for path in _load_paths(py_func, inspect.getfile(py_func))
+                checked_file(path, self._impl.filename_base, old._source_stamp)
+                for path in _load_paths(caching, numba_config, py_func,
+                                         inspect.getfile(py_func))
                 if path != old._cache_path and os.path.isdir(path)]
 
         def _load_overload(self, sig, target_context):
@@ -804,7 +827,6 @@ def _robust_cache_class():
             except Exception:
                 _warn_once(self._py_func.__name__, first)
 
-    _ROBUST_CACHE = RobustCache
     return RobustCache
 
 

@@ -59,8 +59,9 @@ def use_cells(n: int, d: int) -> bool:
     return n >= CELLS_MIN_N and d <= CELLS_MAX_D
 
 
+# C901: a compiled kernel, one loop nest kept whole so that its bits and speed stay as measured
 @cached()
-def _link_cells(X, order, start, pairs, lo_box, hi_box, cos_eps, r2, labels):
+def _link_cells(X, order, start, pairs, lo_box, hi_box, cos_eps, r2, labels):  # noqa: C901
     """Union the cells of each candidate pair that has a linked token pair;
     write the canonical labels (clusters numbered by their first token).
 

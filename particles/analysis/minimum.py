@@ -61,8 +61,9 @@ SLACK = 1e-12
 TOL = 1e-10
 
 
+# C901: a compiled kernel, one loop nest kept whole so that its bits and speed stay as measured
 @cached()
-def _min_inner(X, order, start, lo, hi, sqmin, pairs, every, i0, j0, out):
+def _min_inner(X, order, start, lo, hi, sqmin, pairs, every, i0, j0, out):  # noqa: C901
     """out[0] = min_{i<j} <x_i, x_j> for X (n, d), cells as in the module docstring:
     every cell pair A <= B (``every``) or those of ``pairs`` (p, 2); the pair
     (i0, j0) gives the first best value."""

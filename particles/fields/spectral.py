@@ -238,7 +238,8 @@ def degree(config: RunSpec) -> int:
 
 
 # ------------------------------------------------------------ the circle
-def _circle_spectral(X, p, out, ws):
+# C901: a compiled kernel, one loop nest kept whole so that its bits and speed stay as measured
+def _circle_spectral(X, p, out, ws):  # noqa: C901
     """Attention output ``out`` (n, 2) of tokens ``X`` (n, 2) by trigonometric moments.
 
     ``p = (V, m, a, b, normalized, factor, inv_mass, v_identity, tol)`` with

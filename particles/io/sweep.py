@@ -250,6 +250,31 @@ _KIND_WORDS = {"f": "floats", "iu": "integers", "OS": "text", "iub": "flags",
 
 def _problems(f: h5py.File, path: Path) -> list[str]:
     """What is wrong with an open sweep file (raises what reading a damaged one raises)."""
+    problems = _parameter_problems(f, path)
+    if problems:
+        return problems
+    g = f["sweep"]
+    complete = _number(f["parameters"].attrs.get("complete", 0))
+    axes = json.loads(g.attrs["axes"])
+    if not isinstance(axes, list) or not all(isinstance(k, str) for k in axes):
+        return [f"axes {axes!r} are not a list of names"]
+    points, runs = _number(g.attrs["points"]), _number(g.attrs["runs"])
+    _number(g.attrs["eps"], float)
+    problems = _dtype_problems(g, axes)
+    if problems:
+        return problems
+    sizes = {k: g["axes"][k].shape[0] for k in axes}
+    sizes.update(time=g["time"].shape[0], delta=g["delta"].shape[0],
+                 quantile=g["quantile"].shape[0], clusters=g["clusters"].shape[0],
+                 system=runs)
+    problems = [*_grid_problems(g, axes, sizes, points, runs),
+                *_system_problems(g, sizes, points, runs),
+                *_stats_problems(g, axes, sizes)]
+    return problems + _completion_problems(g, complete, problems)
+
+
+def _parameter_problems(f: h5py.File, path: Path) -> list[str]:
+    """What is wrong with the versions and the text attributes of ``/parameters``."""
     params = f["parameters"]
     check_schema(params, path, sweep_error)
     g = f["sweep"]
@@ -260,12 +285,11 @@ def _problems(f: h5py.File, path: Path) -> list[str]:
             return [f"/parameters {key} is not text"]
     if not isinstance(json.loads(params.attrs["sweep"]), dict):
         return ["/parameters sweep is not a JSON object"]
-    complete = _number(params.attrs.get("complete", 0))
-    axes = json.loads(g.attrs["axes"])
-    if not isinstance(axes, list) or not all(isinstance(k, str) for k in axes):
-        return [f"axes {axes!r} are not a list of names"]
-    points, runs = _number(g.attrs["points"]), _number(g.attrs["runs"])
-    _number(g.attrs["eps"], float)
+    return []
+
+
+def _dtype_problems(g: h5py.Group, axes: list[str]) -> list[str]:
+    """Members of ``/sweep`` that are no dataset, or hold the wrong kind of values."""
     kinds = {"time": "f", "delta": "f", "quantile": "f", "clusters": "iu", "configs": "OS",
              "done": "iub"}
     datasets = {k: g[k] for k in kinds}
@@ -279,17 +303,24 @@ def _problems(f: h5py.File, path: Path) -> list[str]:
             problems.append(f"{name} is not a dataset")
         elif ds.dtype.kind not in want:
             problems.append(f"{name} holds {ds.dtype}, not {_KIND_WORDS[want]}")
-    if problems:
-        return problems
-    sizes = {k: g["axes"][k].shape[0] for k in axes}
-    sizes.update(time=g["time"].shape[0], delta=g["delta"].shape[0],
-                 quantile=g["quantile"].shape[0], clusters=g["clusters"].shape[0],
-                 system=runs)
+    return problems
+
+
+def _grid_problems(g: h5py.Group, axes: list[str], sizes: dict, points: int,
+                   runs: int) -> list[str]:
+    """Axes, configurations and done flags that disagree with the grid's size."""
+    problems = []
     if math.prod(sizes[k] for k in axes) != points or g["configs"].shape != (points,):
         problems.append(f"{points} grid points, but axes of {[sizes[k] for k in axes]} "
                         f"values and {g['configs'].shape[0]} configurations")
     if g["done"].shape != (points, runs):
         problems.append(f"done flags of shape {g['done'].shape}, not {(points, runs)}")
+    return problems
+
+
+def _system_problems(g: h5py.Group, sizes: dict, points: int, runs: int) -> list[str]:
+    """Per-system datasets whose shape is not (points, systems[, save times], ...)."""
+    problems = []
     systems = g["systems"]
     for name in (*FRAME_DATASETS, *SYSTEM_DATASETS):
         ds = systems[name]
@@ -298,6 +329,12 @@ def _problems(f: h5py.File, path: Path) -> list[str]:
             problems.append(f"systems/{name} of shape {ds.shape} for {points} points, "
                             f"{runs} systems" + (f", {sizes['time']} save times"
                                                  if frames else ""))
+    return problems
+
+
+def _stats_problems(g: h5py.Group, axes: list[str], sizes: dict) -> list[str]:
+    """Statistics over the wrong dimensions, or of a shape that disagrees with them."""
+    problems = []
     for name, ds in g["stats"].items():
         dims = json.loads(ds.attrs["dims"])
         want = tuple(sizes.get(d, -1) for d in dims)
@@ -306,19 +343,27 @@ def _problems(f: h5py.File, path: Path) -> list[str]:
         if ds.shape != want:
             problems.append(f"statistic {name} of shape {ds.shape}, its dimensions "
                             f"{dims} being {want}")
-    if complete not in (0, 1):
-        problems.append(f"completion flag {complete}")
-    elif complete and not problems:
-        undone = int(g["done"].size - np.count_nonzero(g["done"][()]))
-        if undone:
-            problems.append(f"marked complete, but {undone} of {g['done'].size} systems "
-                            "are not done")
-        # the statistics are written all at once: a complete file has all or none
-        missing = [k for k in STATS if k not in g["stats"]]
-        if 0 < len(missing) < len(STATS) and _number(g.attrs.get("format", 0)) >= FORMAT:
-            problems.append(f"marked complete, but without the statistics "
-                            f"{', '.join(missing)}")
     return problems
+
+
+def _completion_problems(g: h5py.Group, complete: int, problems: list[str]) -> list[str]:
+    """A bad completion flag, or a file marked complete (and otherwise whole, as
+    ``problems`` say) with systems not done or some statistics missing."""
+    if complete not in (0, 1):
+        return [f"completion flag {complete}"]
+    if not complete or problems:
+        return []
+    found = []
+    undone = int(g["done"].size - np.count_nonzero(g["done"][()]))
+    if undone:
+        found.append(f"marked complete, but {undone} of {g['done'].size} systems "
+                     "are not done")
+    # the statistics are written all at once: a complete file has all or none
+    missing = [k for k in STATS if k not in g["stats"]]
+    if 0 < len(missing) < len(STATS) and _number(g.attrs.get("format", 0)) >= FORMAT:
+        found.append(f"marked complete, but without the statistics "
+                     f"{', '.join(missing)}")
+    return found
 
 
 def read_header(path: str | Path) -> SweepHeader:

@@ -258,8 +258,9 @@ def _stats_mask(Xb, thresholds, cos_eps, beta, wts, msq, pairs, counts, esum):
             esum[b] = _energy_sum(v, wts, msq, P)
 
 
+# C901: a compiled kernel, one loop nest kept whole so that its bits and speed stay as measured
 @cached(parallel=True)
-def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):
+def _stats_union(Xb, thresholds, cos_eps, beta, m, pairs, counts, esum):  # noqa: C901
     """:func:`frame_statistics` for any n, one diagonal at a time (O(n) scratch);
     the components by a union-find over the close pairs (m (n,): the masses).
 

@@ -36,8 +36,9 @@ __all__ = ["SCREEN_COS", "wide_component", "wide_systems", "wide_systems_referen
 SCREEN_COS = 0.71
 
 
+# C901: a compiled kernel, one loop nest kept whole so that its bits and speed stay as measured
 @jit
-def wide_component(X, labels, S, q, unsure):
+def wide_component(X, labels, S, q, unsure):  # noqa: C901
     """Whether some component of one system has two tokens with ``<x_i, x_j> < 0``.
 
     X (n, d) tokens, labels (n,) component of each token (any ids in

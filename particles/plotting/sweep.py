@@ -628,14 +628,55 @@ def plot_sweep_curve(
         raise ValueError(f"{stat!r} is not a statistic of this sweep (one of "
                          f"{', '.join(sorted(ds.data_vars))})")
     ds = _pick(ds, where)
+    axis = _curve_axis(ds, axis)
+    ds = _one_panel(ds, [axis])
+    da, label_extra = _curve_slice(ds, ds[stat], delta, clusters)
+    if times is not None and len(times) and "time" not in da.dims:
+        raise ValueError(f"times (--times) are not used by {stat}, which has no time "
+                         "dimension")
+    ax = ax if ax is not None else _new_axes()
+    x = _x_values(ds, axis, ax)
+    T = float(ds["time"].values[-1]) if stat in CENSORED_STATISTICS else None
+    quartiles = _draw_curve(ax, ds, da, stat, axis, x, times, label_extra, T)
+    drawn = [np.asarray(ln.get_ydata(), dtype=np.float64) for ln in ax.get_lines()
+             if ln.get_gid() != CENSORED]
+    risk = _risk(ds, stat, axis, da) if T is not None and quartiles is not None else None
+    if risk is not None:
+        write_at_risk(ax, x, risk)
+        if report is not None:
+            _report_risk(report, ds, axis, where, quartiles, risk, T)
+    if not any(np.isfinite(y).any() for y in drawn):
+        ax.text(0.5, 0.5, "not reached by any system (∞)", transform=ax.transAxes,
+                ha="center", va="center", color="0.4")
+    gamma = _kuramoto_gamma(ds)
+    if theory and stat == "order_parameter_mean" and axis == "coupling" and gamma is not None:
+        fine = np.linspace(float(x.min()), float(x.max()), 400)
+        ax.plot(fine, kuramoto_lorentzian_r(fine, gamma), color="k", ls="--",
+                label=f"√(1 \u2212 2\u03b3/K), \u03b3 = {value_text(gamma)} (n → ∞)")
+    positive = any((np.isfinite(y) & (y > 0)).any() for y in drawn)
+    if (log if log is not None else stat in LOG_STATISTICS) and positive:
+        ax.set_yscale("log")
+    ax.set_xlabel(_axis_label(axis))
+    ax.set_ylabel(_label(stat))
+    ax.legend(fontsize="small")
+    ax.set_title(_title(ds, [axis]), fontsize="small")
+    return ax
+
+
+def _curve_axis(ds: Any, axis: str | None) -> str:
+    """The grid axis along x: ``axis``, checked, or the first one with more than one value."""
     axes = grid_axes(ds)
     if axis is None:
         multi = [a for a in axes if ds.sizes[a] > 1]
         axis = multi[0] if multi else (axes[0] if axes else None)
     if axis not in axes:
         raise ValueError(f"{axis!r} is not an axis of this sweep (axes: {', '.join(axes)})")
-    ds = _one_panel(ds, [axis])
-    da = ds[stat]
+    return axis
+
+
+def _curve_slice(ds: Any, da: Any, delta: float | None,
+                 clusters: int | None) -> tuple[Any, str]:
+    """``da`` at one threshold ``delta`` and one cluster count, and the label's addition."""
     label_extra = ""
     if "delta" in da.dims:
         deltas = np.asarray(ds["delta"].values, dtype=np.float64)
@@ -649,12 +690,14 @@ def plot_sweep_curve(
             raise ValueError(f"clusters must be one of {ks[0]}..{ks[-1]}, got {k}")
         da = da.sel(clusters=k)
         label_extra = f", {k} cluster{'s' if k != 1 else ''}"
-    if times is not None and len(times) and "time" not in da.dims:
-        raise ValueError(f"times (--times) are not used by {stat}, which has no time "
-                         "dimension")
-    ax = ax if ax is not None else _new_axes()
-    x = _x_values(ds, axis, ax)
-    T = float(ds["time"].values[-1]) if stat in CENSORED_STATISTICS else None
+    return da, label_extra
+
+
+def _draw_curve(ax: Axes, ds: Any, da: Any, stat: str, axis: str, x: np.ndarray,
+                times: Sequence[float] | None, label_extra: str,
+                T: float | None) -> np.ndarray | None:
+    """Draw ``da`` against ``x``: quartiles over systems, a line or band per time, a
+    band over quantiles, or one line; return the quartiles (3, points) drawn, if any."""
     quartiles = None
     if "system" in da.dims:  # per-system values: median and quartiles over the systems
         values = np.asarray(da.transpose(axis, "system").values, dtype=np.float64)
@@ -677,32 +720,17 @@ def plot_sweep_curve(
     else:
         ax.plot(x, np.asarray(da.transpose(axis).values, float), color=_COLORS[0], marker="o",
                 ms=3, label=_label(stat))
-    drawn = [np.asarray(ln.get_ydata(), dtype=np.float64) for ln in ax.get_lines()
-             if ln.get_gid() != CENSORED]
-    risk = _risk(ds, stat, axis, da) if T is not None and quartiles is not None else None
-    if risk is not None:
-        write_at_risk(ax, x, risk)
-        if report is not None:
-            fixed = [f"{k}={_fmt(v)}" for k, v in (where or {}).items()]
-            names = [", ".join([*fixed, f"{axis}={_fmt(v)}"]) for v in ds[axis].values]
-            for line in risk_lines(names, *quartiles, risk, T):
-                report(line)
-    if not any(np.isfinite(y).any() for y in drawn):
-        ax.text(0.5, 0.5, "not reached by any system (∞)", transform=ax.transAxes,
-                ha="center", va="center", color="0.4")
-    gamma = _kuramoto_gamma(ds)
-    if theory and stat == "order_parameter_mean" and axis == "coupling" and gamma is not None:
-        fine = np.linspace(float(x.min()), float(x.max()), 400)
-        ax.plot(fine, kuramoto_lorentzian_r(fine, gamma), color="k", ls="--",
-                label=f"√(1 \u2212 2\u03b3/K), \u03b3 = {value_text(gamma)} (n → ∞)")
-    positive = any((np.isfinite(y) & (y > 0)).any() for y in drawn)
-    if (log if log is not None else stat in LOG_STATISTICS) and positive:
-        ax.set_yscale("log")
-    ax.set_xlabel(_axis_label(axis))
-    ax.set_ylabel(_label(stat))
-    ax.legend(fontsize="small")
-    ax.set_title(_title(ds, [axis]), fontsize="small")
-    return ax
+    return quartiles
+
+
+def _report_risk(report: Callable[[str], None], ds: Any, axis: str,
+                 where: Mapping[str, Any] | None, quartiles: Any, risk: Any,
+                 T: float) -> None:
+    """Call ``report`` with one line per point: its quartiles and the systems at risk."""
+    fixed = [f"{k}={_fmt(v)}" for k, v in (where or {}).items()]
+    names = [", ".join([*fixed, f"{axis}={_fmt(v)}"]) for v in ds[axis].values]
+    for line in risk_lines(names, *quartiles, risk, T):
+        report(line)
 
 
 # ---------------------------------------------------------------- figures and files

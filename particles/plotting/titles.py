@@ -90,7 +90,23 @@ def run_title(
     """
     cfg = config
     model = MODELS[cfg.model]
-    parts = [model_label(cfg.model)]
+    parts = [model_label(cfg.model), *_model_parts(cfg, model)]
+    if model.attention:
+        parts.append(kernel_text(cfg))
+        if not KERNELS[cfg.kernel].time_change and cfg.beta:
+            parts.append(f"β={value_text(cfg.beta)} (energy)")
+    parts.append(f"n={cfg.n}, d={cfg.d}")
+    if model.attention:
+        parts += _attention_parts(cfg)
+    if cfg.masses is not None:
+        parts.append("weighted tokens")
+    parts += _member_parts(cfg, system, batch, seed)
+    return "\n".join(textwrap.wrap(", ".join(parts), width=width, break_long_words=False))
+
+
+def _model_parts(cfg: Any, model: Any) -> list[str]:
+    """The model's own parameters: Kuramoto's coupling and frequencies."""
+    parts = []
     if "coupling" in model.parameters:
         parts.append(f"c={value_text(cfg.coupling)}")
     if "omega" in model.parameters:
@@ -98,30 +114,35 @@ def run_title(
             parts.append(f"ω~{cfg.omega}")
         elif cfg.omega is not None:
             parts.append("ω given")
-    if model.attention:
-        parts.append(kernel_text(cfg))
-        if not KERNELS[cfg.kernel].time_change and cfg.beta:
-            parts.append(f"β={value_text(cfg.beta)} (energy)")
-    parts.append(f"n={cfg.n}, d={cfg.d}")
-    if model.attention:
-        for name in ("Q", "K", "V"):
-            text = _matrix_text(name, getattr(cfg, name))
-            if text:
-                parts.append(text)
-        if _time_changed(cfg):
-            parts.append(f"usa_scale={cfg.usa_scale} (time e^β t)")
-        if cfg.weights != "given":
-            parts.append(f"weights {cfg.weights}")
-        if cfg.value_weights != "given":
-            parts.append(f"V weights {cfg.value_weights}")
-        if cfg.heads > 1:
-            parts.append(f"{cfg.heads} heads")
-        if cfg.layer_time is not None:
-            parts.append(f"layers of {value_text(cfg.layer_time)} time units")
-        if cfg.normalization != "softmax":
-            parts.append(f"{cfg.normalization} normalisation")
-    if cfg.masses is not None:
-        parts.append("weighted tokens")
+    return parts
+
+
+def _attention_parts(cfg: Any) -> list[str]:
+    """What an attention model ran with beyond its kernel: matrices, time scale,
+    weights, heads, layers, normalisation (each only when not the default)."""
+    parts = []
+    for name in ("Q", "K", "V"):
+        text = _matrix_text(name, getattr(cfg, name))
+        if text:
+            parts.append(text)
+    if _time_changed(cfg):
+        parts.append(f"usa_scale={cfg.usa_scale} (time e^β t)")
+    if cfg.weights != "given":
+        parts.append(f"weights {cfg.weights}")
+    if cfg.value_weights != "given":
+        parts.append(f"V weights {cfg.value_weights}")
+    if cfg.heads > 1:
+        parts.append(f"{cfg.heads} heads")
+    if cfg.layer_time is not None:
+        parts.append(f"layers of {value_text(cfg.layer_time)} time units")
+    if cfg.normalization != "softmax":
+        parts.append(f"{cfg.normalization} normalisation")
+    return parts
+
+
+def _member_parts(cfg: Any, system: int | None, batch: int | None, seed: bool) -> list[str]:
+    """The ensemble member drawn (or the ensemble) and the seed."""
+    parts = []
     b = cfg.batch if batch is None else batch
     if b is not None:
         parts.append(f"system {system} of {b}" if system is not None else f"ensemble of {b}")
@@ -129,7 +150,7 @@ def run_title(
         s = seed_text(cfg.seed)
         if s:
             parts.append(s)
-    return "\n".join(textwrap.wrap(", ".join(parts), width=width, break_long_words=False))
+    return parts
 
 
 def _time_changed(config: Any) -> bool:

@@ -196,21 +196,7 @@ def parse_value(name: str, text: str) -> tuple[Any, ...]:
     if name in FIXED_ONLY:
         return (text,)
     if kind is not str and text.count(":") == 2 and "," not in text:
-        a, b, num = text.split(":")
-        count = _number(name, num, int)
-        if count < 1:
-            raise SweepError(f"{option_name(name)}: {text!r}: NUM must be at least 1")
-        if count > MAX_POINTS:
-            raise SweepError(f"{option_name(name)}: {text!r}: at most {MAX_POINTS} values")
-        lo, hi = _number(name, a, float), _number(name, b, float)
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise SweepError(f"{option_name(name)}: {text!r}: START and STOP must be finite")
-        values = np.linspace(lo, hi, count)
-        if kind is int:
-            if not np.all(values == np.round(values)):
-                raise SweepError(f"{option_name(name)}: {text!r} does not give whole numbers")
-            return tuple(int(v) for v in np.round(values))
-        return tuple(float(v) for v in values)
+        return _range_values(name, text, kind)
     if ":" in text and kind is not str:
         raise SweepError(f"{option_name(name)}: {text!r}: expected VALUE, A,B,C or "
                          "START:STOP:NUM")
@@ -220,6 +206,25 @@ def parse_value(name: str, text: str) -> tuple[Any, ...]:
     if kind is str:
         return tuple(parts)
     return tuple(_number(name, p, kind) for p in parts)
+
+
+def _range_values(name: str, text: str, kind: type) -> tuple[Any, ...]:
+    """The values of an inclusive range ``START:STOP:NUM`` of a numeric field."""
+    a, b, num = text.split(":")
+    count = _number(name, num, int)
+    if count < 1:
+        raise SweepError(f"{option_name(name)}: {text!r}: NUM must be at least 1")
+    if count > MAX_POINTS:
+        raise SweepError(f"{option_name(name)}: {text!r}: at most {MAX_POINTS} values")
+    lo, hi = _number(name, a, float), _number(name, b, float)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise SweepError(f"{option_name(name)}: {text!r}: START and STOP must be finite")
+    values = np.linspace(lo, hi, count)
+    if kind is int:
+        if not np.all(values == np.round(values)):
+            raise SweepError(f"{option_name(name)}: {text!r} does not give whole numbers")
+        return tuple(int(v) for v in np.round(values))
+    return tuple(float(v) for v in values)
 
 
 def read_sweep_file(path: str | Path) -> dict[str, Any]:
@@ -301,6 +306,102 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _check_fields(base: dict[str, Any], axes: tuple[tuple[str, tuple[Any, ...]], ...]) -> None:
+    """Refuse stops, unknown fields, empty or repeated axes, a field fixed and swept."""
+    names = [k for k, _ in axes]
+    for key in [*base, *names]:
+        if key in RUN_STOPS:
+            raise SweepError(stop_refusal(key))
+    for key in base:
+        if key not in _FIELDS or key in NOT_SWEPT:
+            raise SweepError(f"unknown sweep parameter {option_name(key)}")
+    for k, values in axes:
+        if k not in _FIELDS or k in NOT_SWEPT:
+            raise SweepError(f"unknown sweep parameter {option_name(k)}")
+        if not values:
+            raise SweepError(f"{option_name(k)}: no values")
+        if len(set(map(repr, values))) != len(values):
+            raise SweepError(f"{option_name(k)}: repeated values {list(values)}")
+    if len(set(names)) != len(names):
+        raise SweepError(f"axes repeat a parameter: {names}")
+    both = sorted(set(names) & set(base))
+    if both:
+        raise SweepError(f"{option_name(both[0])} is both fixed and swept")
+
+
+def _checked_runs(runs: Any) -> int:
+    """``runs``, a positive integer."""
+    if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or runs < 1:
+        raise SweepError(f"--runs must be a positive integer, got {runs!r}")
+    return int(runs)
+
+
+def _check_size(axes: tuple[tuple[str, tuple[Any, ...]], ...], runs: int) -> None:
+    """Refuse a grid of more than MAX_POINTS points or MAX_SYSTEMS systems (counted
+    before any grid point is built: each one validates a configuration)."""
+    points = math.prod(len(v) for _, v in axes)
+    if points > MAX_POINTS:
+        raise SweepError(f"the grid has {points} points; at most {MAX_POINTS} "
+                         "(sweep a coarser grid, or several sweeps)")
+    if points * runs > MAX_SYSTEMS:
+        raise SweepError(f"--runs {runs} at {points} grid points is "
+                         f"{points * runs:.3g} systems; at most {MAX_SYSTEMS:.0e}")
+
+
+def _checked_deltas(given: Any) -> tuple[float, ...]:
+    """The thresholds, distinct numbers in (0, 2]."""
+    try:
+        deltas = tuple(float(x) for x in given)
+        if any(isinstance(x, bool) for x in given):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise SweepError(f"--delta must be numbers in (0, 2], got {given!r}") from None
+    if not deltas or any(not 0 < x <= 2 for x in deltas) or len(set(deltas)) != len(deltas):
+        raise SweepError(f"--delta must be distinct numbers in (0, 2], got {list(deltas)}")
+    return deltas
+
+
+def _checked_eps(given: Any) -> float:
+    """The linking distance, in (0, pi) radians."""
+    try:
+        eps = float(given)
+    except (TypeError, ValueError):
+        eps = math.nan
+    if isinstance(given, bool) or not 0 < eps < math.pi:
+        raise SweepError(f"--eps must be in (0, pi) radians, got {given!r}")
+    return float(given)
+
+
+def _checked_seed(seed: Any) -> int:
+    """The root seed, a non-negative integer."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise SweepError(f"--seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _checked_levels(given: Any) -> tuple[float, ...]:
+    """The quantile levels, in (0, 1)."""
+    levels = tuple(float(q) for q in given)
+    if not levels or any(not 0 < q < 1 for q in levels):
+        raise SweepError(f"levels must be in (0, 1), got {list(levels)}")
+    return levels
+
+
+def _point_config(merged: dict[str, Any], seed: int | None, where: str) -> SimulationConfig:
+    """The configuration of one grid point; a refusal as a SweepError naming the
+    option and ``where`` (the point's values), its ``field`` the refused field."""
+    try:
+        return SimulationConfig(**merged, seed=seed)
+    except (TypeError, ValueError) as exc:
+        text = " ".join(str(exc).split())
+        name = getattr(exc, "field", None)
+        if name in _FIELDS and text.startswith(name):
+            text = option_name(name) + text[len(name):]
+        error = SweepError(text + where)
+        error.field = name  # the CLI names the key of a value from a file
+        raise error from None
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     """A sweep: fixed fields, grid axes, ensemble size, thresholds, root seed.
@@ -346,64 +447,16 @@ class SweepSpec:
         set_ = object.__setattr__
         base = dict(self.base)
         axes = tuple((str(k), tuple(v)) for k, v in self.axes)
-        names = [k for k, _ in axes]
-        for key in [*base, *names]:
-            if key in RUN_STOPS:
-                raise SweepError(stop_refusal(key))
-        for key in base:
-            if key not in _FIELDS or key in NOT_SWEPT:
-                raise SweepError(f"unknown sweep parameter {option_name(key)}")
-        for k, values in axes:
-            if k not in _FIELDS or k in NOT_SWEPT:
-                raise SweepError(f"unknown sweep parameter {option_name(k)}")
-            if not values:
-                raise SweepError(f"{option_name(k)}: no values")
-            if len(set(map(repr, values))) != len(values):
-                raise SweepError(f"{option_name(k)}: repeated values {list(values)}")
-        if len(set(names)) != len(names):
-            raise SweepError(f"axes repeat a parameter: {names}")
-        both = sorted(set(names) & set(base))
-        if both:
-            raise SweepError(f"{option_name(both[0])} is both fixed and swept")
+        _check_fields(base, axes)
         set_(self, "base", types.MappingProxyType(base))
         set_(self, "axes", axes)
-        if isinstance(self.runs, bool) or not isinstance(self.runs, int | np.integer) \
-                or self.runs < 1:
-            raise SweepError(f"--runs must be a positive integer, got {self.runs!r}")
-        set_(self, "runs", int(self.runs))
-        # counted before any grid point is built (each one validates a configuration)
-        points = math.prod(len(v) for _, v in axes)
-        if points > MAX_POINTS:
-            raise SweepError(f"the grid has {points} points; at most {MAX_POINTS} "
-                             "(sweep a coarser grid, or several sweeps)")
-        if points * self.runs > MAX_SYSTEMS:
-            raise SweepError(f"--runs {self.runs} at {points} grid points is "
-                             f"{points * self.runs:.3g} systems; at most {MAX_SYSTEMS:.0e}")
-        try:
-            deltas = tuple(float(x) for x in self.deltas)
-            if any(isinstance(x, bool) for x in self.deltas):
-                raise TypeError
-        except (TypeError, ValueError):
-            raise SweepError(f"--delta must be numbers in (0, 2], got {self.deltas!r}") from None
-        if not deltas or any(not 0 < x <= 2 for x in deltas) or len(set(deltas)) != len(deltas):
-            raise SweepError(f"--delta must be distinct numbers in (0, 2], got {list(deltas)}")
-        set_(self, "deltas", deltas)
-        try:
-            eps = float(self.eps)
-        except (TypeError, ValueError):
-            eps = math.nan
-        if isinstance(self.eps, bool) or not 0 < eps < math.pi:
-            raise SweepError(f"--eps must be in (0, pi) radians, got {self.eps!r}")
-        set_(self, "eps", float(self.eps))
+        set_(self, "runs", _checked_runs(self.runs))
+        _check_size(axes, self.runs)  # before any grid point is built
+        set_(self, "deltas", _checked_deltas(self.deltas))
+        set_(self, "eps", _checked_eps(self.eps))
         if self.seed is not None:
-            if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer) \
-                    or self.seed < 0:
-                raise SweepError(f"--seed must be a non-negative integer, got {self.seed!r}")
-            set_(self, "seed", int(self.seed))
-        levels = tuple(float(q) for q in self.levels)
-        if not levels or any(not 0 < q < 1 for q in levels):
-            raise SweepError(f"levels must be in (0, 1), got {list(levels)}")
-        set_(self, "levels", levels)
+            set_(self, "seed", _checked_seed(self.seed))
+        set_(self, "levels", _checked_levels(self.levels))
         set_(self, "positions", bool(self.positions))
         set_(self, "_configs", self._build())
 
@@ -459,16 +512,7 @@ class SweepSpec:
             where = (" at " + ", ".join(f"{option_name(k)} {v!r}" for k, v in values.items())
                      if values else "")
             seed = None if self.seed is None else sweep_point_seed(self.seed, point)
-            try:
-                config = SimulationConfig(**merged, seed=seed)
-            except (TypeError, ValueError) as exc:
-                text = " ".join(str(exc).split())
-                name = getattr(exc, "field", None)
-                if name in _FIELDS and text.startswith(name):
-                    text = option_name(name) + text[len(name):]
-                error = SweepError(text + where)
-                error.field = name  # the CLI names the key of a value from a file
-                raise error from None
+            config = _point_config(merged, seed, where)
             if config.init == "array":
                 raise SweepError("--init: a sweep draws its initial positions (no arrays)")
             if config.weight_draws != "shared":
