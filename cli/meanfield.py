@@ -156,8 +156,8 @@ def meanfield(out: Path, overwrite: bool, resume: bool, no_size_check: bool,
     the circle (default), on S^2 (--d 3 --lmax L) or, for densities of the
     polar angle only, on S^{d-1} (--d N --axisymmetric).  Prints the output
     path and a one-line summary on stdout.  Ctrl-C stops cleanly (file kept,
-    marked incomplete, exit status 130; 143 for SIGTERM); --resume continues it.  A full disk stops the
-    solve at once (exit status 1).  A solve whose memory or output cannot
+    marked incomplete, exit status 130; 143 for SIGTERM); --resume continues
+    it.  A full disk stops the solve at once (exit status 1).  A solve whose memory or output cannot
     fit is refused before any work (--no-size-check starts it anyway).
     """
     if resume:
