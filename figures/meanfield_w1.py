@@ -1,4 +1,5 @@
-"""Particles against the mean-field PDE on the circle: densities and W1 against n (figure 9).
+"""Particles against the mean-field PDE on the circle and on S^2: densities and W1 against n
+(figure 9).
 
 ``n`` tokens drawn i.i.d. from ``rho0`` follow the particle dynamics
 (:func:`particles.simulate`, RK4, spectral sums where cheaper, so n = 1e6 takes
@@ -7,7 +8,10 @@ seconds); the density follows the continuity equation
 the largest system over time.  Bottom: the exact circle W1 distance
 (:func:`particles.meanfield.wasserstein.w1_circle_density`) per n over time, and
 against n: ``O(n^{-1/2})`` at t = 0 (sampling), and so over a fixed time window
-(the flow is Lipschitz in W1), so the log-log slope is about ``-1/2``.
+(the flow is Lipschitz in W1), so the log-log slope is about ``-1/2``.  Bottom row, S^2:
+tokens i.i.d. from the PDE's von Mises-Fisher start, the sliced W1
+(:func:`particles.meanfield.sliced.sliced_w1_density`) to the S^2 solve
+(:func:`particles.meanfield.solve_sphere_frames`) over time and against n.
 
 Usage::
 
@@ -26,8 +30,11 @@ from matplotlib.figure import Figure
 
 from particles import simulate
 from particles.gallery import figure_command
-from particles.meanfield import MeanFieldConfig, solve
+from particles.meanfield import MeanFieldConfig, SphereFieldConfig, solve, solve_sphere_frames
+from particles.meanfield.sliced import sliced_w1_density
+from particles.meanfield.sphere import SphereSpace
 from particles.meanfield.wasserstein import sample_density, w1_circle_density
+from particles.sphere import von_mises_fisher
 
 
 @dataclass(frozen=True)
@@ -36,8 +43,9 @@ class W1Experiment:
 
     ``config`` is the PDE run (its save times are the comparison times, ``times``,
     shape (F,)); ``ns`` (N,); ``w1[i]`` (S_i, F): W1 per draw and frame for
-    ``ns[i]``; ``rho`` (F, M): the PDE densities; ``theta_last`` (F, ns[-1]): the
-    angles of the first draw at the largest n; ``seconds``: wall time.
+    ``ns[i]``; ``rho`` (F, M): the PDE densities (S^2: (F, ntheta, nphi), and
+    ``w1`` the sliced W1); ``theta_last`` (F, ns[-1]): the angles of the first draw
+    at the largest n (None on S^2); ``seconds``: wall time.
     """
 
     config: MeanFieldConfig
@@ -94,6 +102,35 @@ def w1_experiment(ns=(50, 200, 800), draws=(16, 16, 8), *, beta: float = 2.0,
                         theta_last=theta_last, seconds=time.perf_counter() - start)
 
 
+def sphere_experiment(ns=(100, 400, 1600), draws=(8, 4, 2), *, beta: float = 1.0,
+                      model: str = "usa", kappa: float = 1.0, lmax: int = 32, T: float = 1.0,
+                      save_every: float = 0.25, dt: float = 0.05,
+                      seed: int = 0) -> W1Experiment:
+    """The same on S^2: the PDE from a von Mises-Fisher cap ``exp(kappa z)`` and
+    ``draws[i]`` systems of ``ns[i]`` tokens drawn i.i.d. from it; ``w1`` holds the
+    sliced W1 (keep ``T`` before the cap outgrows ``lmax``: the PDE warns)."""
+    start = time.perf_counter()
+    config = SphereFieldConfig(d=3, lmax=lmax, model=model, beta=beta, T=T,
+                               save_every=save_every, init=f"vonmises:kappa={kappa}")
+    frames = list(solve_sphere_frames(config))
+    times, rho = np.array([f.time for f in frames]), np.array([f.rho for f in frames])
+    space = SphereSpace(config)
+    grid = (space.theta, space.phi, space.cell[:, 0], lmax)
+    rng = np.random.default_rng(seed)
+    w1 = []
+    for n, S in zip(ns, draws, strict=True):
+        rows = []
+        for _ in range(S):
+            x0 = von_mises_fisher(int(n), 3, mu=[0.0, 0.0, 1.0], kappa=kappa, rng=rng)
+            tr = simulate(int(n), 3, beta, model=model, integrator="rk4", dt=dt, T=T,
+                          save_times=times, x0=x0, summation="auto", observables=("order",))
+            rows.append([sliced_w1_density(tr.positions[f], rho[f], *grid)
+                         for f in range(times.size)])
+        w1.append(np.array(rows))
+    return W1Experiment(config=config, times=times, ns=np.asarray(ns), w1=w1, rho=rho,
+                        theta_last=None, seconds=time.perf_counter() - start)
+
+
 def _snapshots(fig, grid, exp: W1Experiment, picks) -> None:
     """Top row: the PDE density and the particles' histogram (largest n) at a few times."""
     M = exp.rho.shape[1]
@@ -113,20 +150,15 @@ def _snapshots(fig, grid, exp: W1Experiment, picks) -> None:
             ax.legend(fontsize=8, loc="upper left")
 
 
-def make_figure(exp: W1Experiment, seed: int) -> Figure:
-    """Top: densities against particle histograms over time; bottom: W1(t) per n and
-    W1 against n (log-log, fitted slope, the -1/2 law)."""
-    fig = Figure(figsize=(13, 7.5), layout="constrained")
-    picks = np.unique(np.linspace(0, exp.times.size - 1, 4).round().astype(int))
-    grid = fig.add_gridspec(2, 2 * picks.size, height_ratios=(1.0, 1.1))
-    _snapshots(fig, grid, exp, picks)
-    ax_t, ax_n = fig.add_subplot(grid[1, :picks.size]), fig.add_subplot(grid[1, picks.size:])
+def _over_time_and_n(ax_t, ax_n, exp: W1Experiment, name: str, where: str) -> None:
+    """``name`` over time per n (``ax_t``) and its time average against n (``ax_n``,
+    log-log, fitted slope, the -1/2 law)."""
     mean = exp.mean
     colours = colormaps["viridis"](np.linspace(0.0, 0.9, exp.ns.size))
     for i, n in enumerate(exp.ns):
         ax_t.semilogy(exp.times, mean[i], "o-", ms=3, color=colours[i], label=f"n = {n:,}")
-    ax_t.set(xlabel="t", ylabel="W1(particles, PDE) (log)",
-             title="W1 over time, mean over draws")
+    ax_t.set(xlabel="t", ylabel=f"{name}(particles, PDE) (log)",
+             title=f"{name} over time {where}, mean over draws")
     ax_t.legend(fontsize=8, ncol=2)
     avg, slope = mean.mean(axis=1), exp.slope()
     ax_n.loglog(exp.ns, avg, "o", label="time average")
@@ -135,14 +167,34 @@ def make_figure(exp: W1Experiment, seed: int) -> Figure:
     ax_n.loglog(exp.ns, c * exp.ns**slope, "-", color="C2", label=f"fit: slope {slope:.3f}")
     ax_n.loglog(exp.ns, avg[0] * (exp.ns / exp.ns[0]) ** -0.5, "--", color="k",
                 label="theory: slope -1/2")
-    ax_n.set(xlabel="n (log)", ylabel="W1 (log)", title="W1 against n")
+    ax_n.set(xlabel="n (log)", ylabel=f"{name} (log)", title=f"{name} against n {where}")
     ax_n.legend(fontsize=8)
     for ax in (ax_t, ax_n):
         ax.grid(True, which="both", alpha=0.3)
+
+
+def make_figure(exp: W1Experiment, seed: int, sphere: W1Experiment | None = None) -> Figure:
+    """Top: densities against particle histograms over time; then W1(t) per n and
+    W1 against n (log-log, fitted slope, the -1/2 law) on the circle, and (``sphere``)
+    the sliced W1 on S^2 the same way."""
+    rows = 2 if sphere is None else 3
+    fig = Figure(figsize=(13, 7.5 if sphere is None else 11.0), layout="constrained")
+    picks = np.unique(np.linspace(0, exp.times.size - 1, 4).round().astype(int))
+    grid = fig.add_gridspec(rows, 2 * picks.size, height_ratios=(1.0, 1.1, 1.1)[:rows])
+    _snapshots(fig, grid, exp, picks)
+    _over_time_and_n(fig.add_subplot(grid[1, :picks.size]),
+                     fig.add_subplot(grid[1, picks.size:]), exp, "W1", "on the circle")
+    if sphere is not None:
+        _over_time_and_n(fig.add_subplot(grid[2, :picks.size]),
+                         fig.add_subplot(grid[2, picks.size:]), sphere, "sliced W1",
+                         f"on S^2 ({sphere.config.model.upper()}, β = {sphere.config.beta:g}, "
+                         f"vMF start, lmax = {sphere.config.lmax})")
     cfg = exp.config
+    bottom = ("" if sphere is None else
+              f"\nbottom row: S^2, i.i.d. tokens from \u03c10 = {sphere.config.init}, sliced W1")
     fig.suptitle(f"Particles against the mean field on the circle: {cfg.model.upper()}, "
                  f"β = {cfg.beta:g}, i.i.d. tokens from \u03c10 = {cfg.init}, PDE M = {cfg.modes} "
-                 f"modes, particles RK4, seed {seed}")
+                 f"modes, particles RK4, seed {seed}{bottom}")
     return fig
 
 
@@ -151,13 +203,18 @@ def main(argv=None) -> int:
     args = figure_command(__doc__, __file__, argv)
     if args.quick:
         exp = w1_experiment(ns=(25, 100), draws=(2, 2), modes=256, T=0.5, seed=args.seed)
+        sphere = sphere_experiment(ns=(100, 400), draws=(2, 2), lmax=12, T=0.5,
+                                   seed=args.seed)
     else:
         exp = w1_experiment(ns=(50, 200, 800, 3200, 12800, 51200, 204800, 1000000),
                             draws=(32, 32, 16, 8, 4, 2, 2, 1), seed=args.seed)
-    print(f"slope of log W1 against log n: {exp.slope():.3f} (time average), "
-          f"{exp.slope(0):.3f} (t = 0), {exp.slope(-1):.3f} (t = {exp.times[-1]:g}); "
-          f"{exp.seconds:.1f} s")
-    args.save(make_figure(exp, args.seed))
+        sphere = sphere_experiment(ns=(1000, 3162, 10000, 31623, 100000),
+                                   draws=(8, 4, 4, 2, 1), seed=args.seed)
+    for where, e in (("circle, W1", exp), ("S^2, sliced W1", sphere)):
+        print(f"{where}: slope of log W1 against log n: {e.slope():.3f} (time average), "
+              f"{e.slope(0):.3f} (t = 0), {e.slope(-1):.3f} (t = {e.times[-1]:g}); "
+              f"{e.seconds:.1f} s")
+    args.save(make_figure(exp, args.seed, sphere))
     return 0
 
 
