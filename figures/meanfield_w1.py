@@ -145,9 +145,9 @@ def make_figure(exp: W1Experiment, seed: int, sphere: W1Experiment) -> Figure:
         plot_convergence(e.times, e.ns, e.mean, fig.add_subplot(grid[row, :picks.size]),
                          fig.add_subplot(grid[row, picks.size:]), name=name, where=where)
     cfg = exp.config
-    fig.suptitle(f"Particles against the mean field: {cfg.model.upper()}, β = {cfg.beta:g}, "
-                 f"i.i.d. tokens from \u03c10 = {cfg.init}, PDE M = {cfg.modes} modes (circle), "
-                 f"{s2.model.upper()}, β = {s2.beta:g} (S^2), particles RK4, seed {seed}")
+    fig.suptitle(f"Particles (RK4, i.i.d. from \u03c10, seed {seed}) against the mean field: "
+                 f"circle {cfg.model.upper()}, β = {cfg.beta:g}, \u03c10 = {cfg.init}, M = "
+                 f"{cfg.modes};\nS^2 {s2.model.upper()}, β = {s2.beta:g}, \u03c10 = {s2.init}")
     return fig
 
 
