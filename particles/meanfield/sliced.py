@@ -44,6 +44,8 @@ import numpy as np
 from ducc0.sht import experimental as sht
 from numpy.typing import ArrayLike
 
+from particles.meanfield.wasserstein import _masses  # the same masses as the circle's W1
+
 __all__ = [
     "DIRECTIONS",
     "degree_parts",
@@ -96,17 +98,6 @@ def _points(x: ArrayLike, name: str) -> np.ndarray:
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} must be finite")
     return x
-
-
-def _masses(weights: ArrayLike | None, n: int, name: str) -> np.ndarray:
-    if weights is None:
-        return np.full(n, 1.0 / n)
-    w = np.asarray(weights, dtype=float)
-    if w.shape != (n,):
-        raise ValueError(f"{name} must have shape ({n},), got {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-        raise ValueError(f"{name} must be finite, >= 0 and not all zero")
-    return w / w.sum()
 
 
 def _w1_atoms(ta: np.ndarray, ca: np.ndarray, tb: np.ndarray, cb: np.ndarray) -> float:
