@@ -44,7 +44,7 @@ import numpy as np
 from ducc0.sht import experimental as sht
 from numpy.typing import ArrayLike
 
-from particles.meanfield.wasserstein import _masses  # the same masses as the circle's W1
+from particles.meanfield.wasserstein import point_masses
 
 __all__ = [
     "DIRECTIONS",
@@ -160,8 +160,8 @@ def sliced_w1_samples(x_a: ArrayLike, x_b: ArrayLike, weights_a: ArrayLike | Non
         ``(1/K) sum_k W1(<x_a, u_k>, <x_b, u_k>)``, exact for the given directions.
     """
     xa, xb = _points(x_a, "x_a"), _points(x_b, "x_b")
-    ma, mb = _masses(weights_a, xa.shape[0], "weights_a"), _masses(weights_b, xb.shape[0],
-                                                                 "weights_b")
+    ma = point_masses(weights_a, xa.shape[0], "weights_a")
+    mb = point_masses(weights_b, xb.shape[0], "weights_b")
     u = _directions(directions)
     total = sum(_w1_atoms(ta, ca, tb, cb) for (ta, ca), (tb, cb)
                 in zip(_sorted_projections(xa, ma, u), _sorted_projections(xb, mb, u),
@@ -308,7 +308,7 @@ def sliced_w1_density(x: ArrayLike, f: ArrayLike, theta: ArrayLike, phi: ArrayLi
     float
     """
     pts = _points(x, "x")
-    m = _masses(masses, pts.shape[0], "masses")
+    m = point_masses(masses, pts.shape[0], "masses")
     if isinstance(cells, bool) or not isinstance(cells, (int, np.integer)) or cells < 1:
         raise ValueError(f"cells must be an integer >= 1, got {cells!r}")
     u = _directions(directions)
