@@ -131,7 +131,8 @@ def check_density_options(
     if "other" in figures[kind].needs:
         if other is None:
             raise click.UsageError(f"--kind {kind} needs --with RUN.h5, a particle run on "
-                                   "the circle (or the density file, when PATH is the run)")
+                                   "the density's circle or S^2 (or the density file, when "
+                                   "PATH is the run)")
         if not density and not is_density_file(other):
             raise click.BadParameter(f"neither {path} nor {other} is a mean-field density "
                                      "file (particles meanfield)", param_hint="'--with'")
@@ -286,8 +287,8 @@ def _kind_help() -> str:
     "--with",
     "other",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="--kind compare: the particle run on the circle (d = 2) drawn against the "
-    "density file PATH (either may be PATH).",
+    help="--kind compare: the particle run on the circle (d = 2) or S^2 (d = 3) drawn "
+    "against the density file PATH (either may be PATH).",
 )
 @click.option(
     "--out",

@@ -94,7 +94,8 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
     FigureEntry("kuramoto", "Figure 8: Kuramoto r against coupling K for n = 50 to 3200 "
                 "against sqrt(1 - K_c/K), and SA, USA, Kuramoto from one start"),
     FigureEntry("meanfield_w1", "Figure 9: particles against the mean-field PDE on the circle, "
-                "densities over time against particle histograms, and W1 against n"),
+                "densities over time against particle histograms, and W1 against n (also the "
+                "sliced W1 on S^2)"),
     FigureEntry("noise", "Figure 10: noisy particles (two n) and the mean-field PDE on the "
                 "circle, steady order parameter against sigma / sigma_c, and mode-1 growth rates"),
     FigureEntry("repulsive", "Figure 11: the repulsive flow V = -I against the regular simplex "

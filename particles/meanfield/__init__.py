@@ -16,7 +16,8 @@ S^2 with ducc0's spherical-harmonic transforms, :mod:`particles.meanfield.axisym
 densities of the polar angle only on S^{d-1} for any d, both configured by
 :class:`~particles.meanfield.sphere_config.SphereFieldConfig` and run by
 :func:`~particles.meanfield.sphere_solver.solve_sphere_frames`;
-:mod:`particles.meanfield.zonal` holds their linear theory (Funk-Hecke, Gegenbauer).
+:mod:`particles.meanfield.zonal` holds their linear theory (Funk-Hecke, Gegenbauer);
+:mod:`particles.meanfield.sliced` the sliced W1 on S^2 (particles against the continuum).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from particles.meanfield.linear import (
     incoherent_order,
 )
 from particles.meanfield.moments import density_moment, density_order_parameter
+from particles.meanfield.sliced import sliced_w1_density, sliced_w1_samples
 from particles.meanfield.solver import (
     MEANFIELD_INTEGRATORS,
     DensityFrame,
@@ -80,6 +82,8 @@ __all__ = [
     "quantile_angles",
     "rho_log_rho",
     "sample_density",
+    "sliced_w1_density",
+    "sliced_w1_samples",
     "solve",
     "solve_frames",
     "solve_sphere_frames",

@@ -33,6 +33,7 @@ import numpy as np
 TWO_PI = 2.0 * np.pi
 
 __all__ = [
+    "point_masses",
     "quantile_angles",
     "sample_density",
     "w1_circle_densities",
@@ -52,7 +53,14 @@ def _angles(theta, name: str) -> np.ndarray:
     return theta
 
 
-def _masses(weights, n: int, name: str) -> np.ndarray:
+def point_masses(weights, n: int, name: str) -> np.ndarray:
+    """Masses of ``n`` points, normalised to sum 1 (None: equal), shape (n,).
+
+    Raises
+    ------
+    ValueError
+        Not of shape (n,), not finite, negative or all zero (one line naming ``name``).
+    """
     if weights is None:
         return np.full(n, 1.0 / n)
     w = np.asarray(weights, dtype=float)
@@ -179,8 +187,8 @@ def w1_circle_samples(theta_a, theta_b, weights_a=None, weights_b=None) -> float
         antipodal points).
     """
     ta, tb = _angles(theta_a, "theta_a"), _angles(theta_b, "theta_b")
-    a = _Measure(ta, _masses(weights_a, ta.size, "weights_a"))
-    b = _Measure(tb, _masses(weights_b, tb.size, "weights_b"))
+    a = _Measure(ta, point_masses(weights_a, ta.size, "weights_a"))
+    b = _Measure(tb, point_masses(weights_b, tb.size, "weights_b"))
     return _w1(a, b)
 
 
@@ -204,7 +212,7 @@ def w1_circle_density(theta_samples, rho, weights=None) -> float:
         ``W1(mu_n, rho)``.
     """
     t = _angles(theta_samples, "theta_samples")
-    a = _Measure(t, _masses(weights, t.size, "weights"))
+    a = _Measure(t, point_masses(weights, t.size, "weights"))
     b = _Measure(cells_m=_cell_masses(rho, "rho"))
     return _w1(a, b)
 

@@ -5,7 +5,9 @@
 * :func:`compare_figure`: a particle run on the circle against the density,
   the histogram of the tokens' angles over ``rho`` at a few common times,
   and the exact Wasserstein-1 distance ``W1(t)`` between the tokens'
-  empirical measure and the density (:func:`w1_against_density`).
+  empirical measure and the density (:func:`w1_against_density`); on S^2,
+  :func:`~particles.plotting.compare_sphere.sphere_compare_figure` (maps and
+  the sliced W1).
 * :func:`plot_density_file` writes either as a picture; it is what the CLI
   calls.
 
@@ -30,12 +32,18 @@ from particles.io import load
 from particles.io.density import is_density_file, load_density
 from particles.meanfield.wasserstein import w1_circle_density
 from particles.paths import check_output_path
+from particles.plotting.compare_sphere import sphere_compare_figure
 from particles.plotting.density_sphere import sphere_density_figure
-from particles.plotting.frames import nearest_frames
+from particles.plotting.frames import (
+    common_frames,
+    nearest_frames,
+    shared_frames,
+    token_positions,
+)
 from particles.plotting.kernels import default_times
 from particles.plotting.kinds import FigureKind, figure_kind, register_figures
 from particles.plotting.save import save_figure
-from particles.plotting.titles import seed_text
+from particles.plotting.titles import particle_run_text, seed_text
 
 __all__ = [
     "DENSITY_KINDS",
@@ -159,20 +167,8 @@ def run_angles(traj: Any) -> tuple[np.ndarray, np.ndarray | None]:
     ValueError
         The run is not on the circle (d != 2) or keeps no positions.
     """
-    x = np.asarray(traj.positions)
-    if x.shape[-1] != 2:
-        raise ValueError(f"compare needs a particle run on the circle (d = 2), got d = "
-                         f"{x.shape[-1]}")
-    frames = x.shape[0]
-    if frames == 0 or x.ndim not in (3, 4):
-        raise ValueError("the particle run keeps no positions per frame (--positions all "
-                         "is needed to compare)")
-    theta = np.arctan2(x[..., 1], x[..., 0]).reshape(frames, -1)
-    masses = getattr(traj.config, "masses", None) if traj.config is not None else None
-    weights = None
-    if masses is not None:
-        weights = np.tile(np.asarray(masses, dtype=float), theta.shape[1] // len(masses))
-    return theta, weights
+    x, weights = token_positions(traj, 2, "the circle (d = 2)")
+    return np.arctan2(x[..., 1], x[..., 0]), weights
 
 
 @dataclass(frozen=True)
@@ -192,22 +188,6 @@ class W1Curve:
     w1: np.ndarray
     run_frames: np.ndarray
     density_frames: np.ndarray
-
-
-def common_frames(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Indices ``(i, j)`` with ``a[i] == b[j]`` up to round-off (1e-9 of the larger time).
-
-    ``b`` is increasing (save times); each ``a[i]`` is matched to its nearest ``b[j]``.
-    """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if not a.size or not b.size:
-        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
-    j = np.searchsorted(b, a).clip(0, b.size - 1)
-    below = (j - 1).clip(0, b.size - 1)
-    j = np.where(np.abs(b[below] - a) < np.abs(b[j] - a), below, j)
-    scale = max(1.0, float(np.max(np.abs(a))), float(np.max(np.abs(b))))
-    ok = np.abs(b[j] - a) <= 1e-9 * scale
-    return np.flatnonzero(ok), j[ok]
 
 
 def w1_against_density(traj: Any, density: Any) -> W1Curve:
@@ -230,15 +210,7 @@ def w1_against_density(traj: Any, density: Any) -> W1Curve:
         Not on the circle, or no common save time.
     """
     theta, weights = run_angles(traj)
-    i, j = common_frames(np.asarray(traj.times), np.asarray(density.times))
-    if i.size == 0:
-        raise ValueError(
-            f"the run (t = {time_text(traj.times[0])} .. {time_text(traj.times[-1])}, "
-            f"{len(traj.times)} frames) "
-            f"and the density (t = {time_text(density.times[0])} .. "
-            f"{time_text(density.times[-1])}, "
-            f"{len(density.times)} frames) share no save time; save both at the same times"
-        )
+    i, j = shared_frames(traj.times, density.times)
     w1 = np.array([w1_circle_density(theta[a], density.rho[b], weights)
                    for a, b in zip(i, j, strict=True)])
     return W1Curve(np.asarray(traj.times)[i], w1, i, j)
@@ -291,18 +263,7 @@ def compare_figure(density: Any, traj: Any, *, times: ArrayLike | None = None) -
     ax.set_xlabel("t")
     ax.set_ylabel(f"W1(tokens, {_RHO})")
     ax.grid(alpha=0.3)
-    run = traj.config
-    what = "particles"
-    if run is not None:
-        what = f"particles {run.model}, n={run.n}, β={value_text(run.beta)}"
-        if run.model == "usa" and run.usa_scale != "n":
-            what += f", usa_scale {run.usa_scale}"
-        if getattr(run, "noise", 0.0):
-            what += f", noise {value_text(run.noise)} (D = {run.noise ** 2 / 2:.3g})"
-        # each side names its own seed: a run drawn with another seed than the field's
-        seed = seed_text(run.seed)
-        if seed:
-            what += f", {seed}"
+    what = particle_run_text(traj.config)
     fig.suptitle(f"{what}  vs  {density_title(density.config)}", fontsize="medium")
     return fig
 
@@ -313,9 +274,12 @@ def _draw_density(density: Any, run: Any, times: ArrayLike | None) -> Figure:
 
 
 def _draw_compare(density: Any, run: Any, times: ArrayLike | None) -> Figure:
-    if density.weights is not None:
-        raise ValueError("kind 'compare' draws densities on the circle; this one is on a sphere")
-    return compare_figure(density, run, times=times)
+    if density.weights is None:
+        return compare_figure(density, run, times=times)
+    if density.phi is None:
+        raise ValueError("kind 'compare' draws densities on the circle and on S^2; this one "
+                         "is axisymmetric (a density of the polar angle only)")
+    return sphere_compare_figure(density, run, times=times)
 
 
 #: figure kinds of a density file (``particles plot field.h5 --kind``; ``FIGURES["density"]``):
@@ -324,8 +288,9 @@ DENSITY_KINDS: dict[str, FigureKind] = register_figures(
     "density", "density",
     FigureKind("density", "(density file) rho(t, theta) heat map and profiles at a few times",
                _draw_density, uses_times=True),
-    FigureKind("compare", "(density file, --with RUN.h5 on the circle) token angle histograms "
-               "over the density and W1(t)", _draw_compare, uses_times=True, needs=("other",)),
+    FigureKind("compare", "(density file, --with RUN.h5 on the circle or S^2) the tokens' "
+               "histograms against the density and W1(t) (S^2: sliced W1)", _draw_compare,
+               uses_times=True, needs=("other",)),
 )
 
 
@@ -350,7 +315,7 @@ def plot_density_file(
     out : str or path-like, optional
         Default :func:`default_density_output` (``field_<kind>.png`` next to it).
     other : str or path-like, optional
-        ``compare``: the particle run on the circle (or the density file).
+        ``compare``: the particle run on the circle or S^2 (or the density file).
     overwrite : bool
         Replace an existing output.
     times : array_like, optional
@@ -366,7 +331,7 @@ def plot_density_file(
     ------
     ValueError
         Unknown kind, ``other`` missing or given for ``density``, or the files
-        do not fit (not on the circle, no common time).
+        do not fit (not on the density's circle or sphere, no common time).
     TrajectoryFileError
         A file that is not what it should be.
     OutputPathError

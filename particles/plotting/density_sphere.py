@@ -24,7 +24,7 @@ from particles.plotting.frames import nearest_frames
 from particles.plotting.kernels import default_times
 from particles.plotting.titles import seed_text
 
-__all__ = ["sphere_density_figure", "sphere_density_title"]
+__all__ = ["grid_edges", "mollweide_map", "sphere_density_figure", "sphere_density_title"]
 
 
 def sphere_density_title(config: Any) -> str:
@@ -82,22 +82,37 @@ def sphere_density_figure(result: Any, *, times: ArrayLike | None = None) -> Fig
     return fig
 
 
+def grid_edges(theta: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Longitude (centred on 0: ``phi - pi``) and latitude edges of the grid's cells,
+    shapes (nphi + 1,) and (ntheta + 1,), for a Mollweide ``pcolormesh``."""
+    lon = _edges(phi, phi[0] - np.pi / phi.size, phi[-1] + np.pi / phi.size) - np.pi
+    return lon, np.pi / 2 - _edges(theta, 0.0, np.pi)
+
+
+def mollweide_map(fig: Figure, ax: Any, lon: np.ndarray, lat: np.ndarray, values: np.ndarray,
+                  title: str, **mesh: Any) -> None:
+    """Cells drawn flat on a Mollweide axes, with a colour bar and a faint graticule.
+
+    ``values`` (len(lat) - 1, len(lon) - 1); ``mesh``: more ``pcolormesh`` options
+    (``vmin``, ``vmax``).
+    """
+    quad = ax.pcolormesh(lon, lat, values, shading="flat", cmap="viridis", rasterized=True,
+                         **mesh)
+    fig.colorbar(quad, ax=ax, shrink=0.7, label="density (1 = uniform)")
+    ax.set_title(title, fontsize="small")
+    ax.set_xticklabels([])
+    ax.set_yticklabels([])
+    ax.grid(True, lw=0.3, color="w", alpha=0.5)
+
+
 def _mollweide(theta, phi, t, rho, picks) -> Figure:
     ncols = min(2, len(picks))
     nrows = -(-len(picks) // ncols)
     fig = Figure(figsize=(5.5 * ncols, 3.2 * nrows + 0.6), layout="constrained")
-    # longitudes centred on 0 (phi - pi), latitudes from the colatitudes
-    lon = _edges(phi, phi[0] - np.pi / phi.size, phi[-1] + np.pi / phi.size) - np.pi
-    lat = np.pi / 2 - _edges(theta, 0.0, np.pi)
+    lon, lat = grid_edges(theta, phi)
     for i, f in enumerate(picks):
         ax = fig.add_subplot(nrows, ncols, i + 1, projection="mollweide")
-        mesh = ax.pcolormesh(lon, lat, rho[f], shading="flat", cmap="viridis",
-                             rasterized=True)
-        fig.colorbar(mesh, ax=ax, shrink=0.7, label="density (1 = uniform)")
-        ax.set_title(f"t = {time_text(t[f])}", fontsize="small")
-        ax.set_xticklabels([])
-        ax.set_yticklabels([])
-        ax.grid(True, lw=0.3, color="w", alpha=0.5)
+        mollweide_map(fig, ax, lon, lat, rho[f], f"t = {time_text(t[f])}")
     return fig
 
 

@@ -19,8 +19,8 @@ from particles.display import value_text
 from particles.fields.kernels import KERNELS, USA_SCALES
 from particles.models import MODELS
 
-__all__ = ["SHORT_SEED_DIGITS", "kernel_text", "run_title", "seed_text", "time_label",
-           "trajectory_title"]
+__all__ = ["SHORT_SEED_DIGITS", "kernel_text", "particle_run_text", "run_title", "seed_text",
+           "time_label", "trajectory_title"]
 
 #: seeds with more digits are not written in titles ("seed: see file").
 SHORT_SEED_DIGITS = 8
@@ -56,6 +56,23 @@ def seed_text(seed: Any, *, full: bool = False) -> str | None:
         return None
     s = str(seed)
     return f"seed {s}" if full or len(s) <= SHORT_SEED_DIGITS else "seed: see file"
+
+
+def particle_run_text(run: Any) -> str:
+    """``"particles usa, n=64, β=4, noise 0.1 (D = 0.005), seed 0"``: the particle side of a
+    figure against a density (``run``: a :class:`~particles.config.SimulationConfig` or None)."""
+    if run is None:
+        return "particles"
+    what = f"particles {run.model}, n={run.n}, β={value_text(run.beta)}"
+    if run.model == "usa" and run.usa_scale != "n":
+        what += f", usa_scale {run.usa_scale}"
+    if getattr(run, "noise", 0.0):
+        what += f", noise {value_text(run.noise)} (D = {run.noise ** 2 / 2:.3g})"
+    # each side names its own seed: a run drawn with another seed than the field's
+    seed = seed_text(run.seed)
+    if seed:
+        what += f", {seed}"
+    return what
 
 
 def run_title(
