@@ -343,11 +343,10 @@ class SimulationConfig:
             entry.check(self)
         # auto is chosen once, here: the file records the choice, and a resume
         # keeps it (the cost model may change with the version or the host)
-        asked = (self.summation, self.tol)
+        self._set("_asked", {k: getattr(self, k) for k in ("summation", "tol", "observables")})
         self._set("summation", rules.resolved_summation(self))
-        if asked[0] == "auto" and self.summation == "direct":
+        if self.summation_auto and self.summation == "direct":
             self._set("tol", self.__dataclass_fields__["tol"].default)  # direct: no series
-        self._set("_asked", asked)
         if self.observables is None:
             self._set("observables", rules.default_observables(self))
         for observer in rules.observers(self):
@@ -360,7 +359,15 @@ class SimulationConfig:
     def summation_auto(self) -> bool:
         """Whether ``summation="auto"`` chose :attr:`summation` (a configuration
         read from a file holds the recorded choice: False)."""
-        return self._asked[0] == "auto"
+        return self._asked["summation"] == "auto"
+
+    def summed_by(self, summation: str) -> SimulationConfig:
+        """The copy that sums by ``summation``, with what ``auto`` set from its
+        choice set again (``tol``: the default for ``direct``; the default
+        observables of that summation, unless some were given)."""
+        tol = self.__dataclass_fields__["tol"].default if summation == "direct" else None
+        return dataclasses.replace(self, summation=summation, tol=tol or self._asked["tol"],
+                                   observables=self._asked["observables"])
 
     def collapses(self) -> bool:
         """Whether coincident tokens are integrated as one (:mod:`particles.models.collapse`;
@@ -420,7 +427,7 @@ class SimulationConfig:
         """A validated copy with some fields changed (``summation="auto"``
         chooses again for the changed run, unless ``summation`` is given)."""
         if self.summation_auto and "summation" not in changes:
-            changes = {"summation": "auto", "tol": self._asked[1], **changes}
+            changes = {**self._asked, **changes}
         return dataclasses.replace(self, **changes)
 
     # ---------------------------------------------------------------- JSON
