@@ -230,8 +230,11 @@ def degree(config: RunSpec) -> int:
 
     Q, K, _ = draw_layer(config, 0)
     b, _ = profile(config, Q[0], K[0])
-    m = config.mass_array()
-    ratio = float(m.sum() / m.min())
+    if config.masses is None:
+        ratio = float(config.n)  # equal masses: no array (auto sizes n = 1e12 runs)
+    else:
+        m = config.mass_array()
+        ratio = float(m.sum() / m.min())
     if config.d == 3:
         return sphere_truncation(b, float(config.tol), ratio)
     return truncation(b, 2, float(config.tol), ratio)[0]
