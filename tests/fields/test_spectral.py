@@ -253,6 +253,8 @@ def test_auto_is_the_default_and_needs_a_safe_gain():
         assert (direct / series >= spectral.AUTO_GAIN) == (chosen == "spectral")
         assert 1.0 < direct / series and config.summation == chosen
     assert not SimulationConfig(n=16384, d=3, beta=5.0, summation="direct").summation_auto
+    text = SimulationConfig.__dataclass_fields__["summation"].metadata["option"].help
+    assert f"{spectral.AUTO_GAIN:g}x faster, from n = {spectral.AUTO_MIN_N}" in text
 
 
 def test_auto_that_sums_directly_keeps_a_readable_configuration():
