@@ -2,8 +2,9 @@
 
 Circle, SA, beta = 9, n = 1000 tokens from a uniform start, dopri5 at rtol
 1e-8, 100 log-spaced save times: the direct method (``summation="direct"``,
-``collapse_tol=0``) and the fast paths (``summation="auto"``, which picks the
-spectral sums, and collapsed clusters, the default) side by side in one run,
+``collapse_tol=0``) and the fast paths (``summation="spectral"``, named: the
+default ``auto`` sums directly below n = 1024, and collapsed clusters, the
+default) side by side in one run,
 each after a warm-up run that compiles (or loads) its kernels (the fast
 paths: the better of two whole runs, since the runners on the collapsed
 groups compile during the first).  The table
@@ -67,12 +68,12 @@ def main() -> None:
     print(f"CPU vector width {vector_width()} bits; circle, SA, beta 9, n {args.n}, "
           f"dopri5 rtol 1e-8, {args.frames} log-spaced frames\n")
     slow = run(args.n, 1e4, args.frames, summation="direct", collapse_tol=0.0)
-    fast = run(args.n, 1e4, args.frames, twice=True, summation="auto")
+    fast = run(args.n, 1e4, args.frames, twice=True, summation="spectral")
     print("| run | T | wall s | accepted steps | final clusters |")
     print("|---|---|---|---|---|")
     for name, r in (("direct", slow), ("spectral + collapsed", fast)):
         print(f"| {name} | 1e4 | {r[0]:.2f} | {r[1]} | {r[3][-1]} |")
-    longer = run(args.n, 1e6, int(args.frames * 1.5), summation="auto")
+    longer = run(args.n, 1e6, int(args.frames * 1.5), summation="spectral")
     print(f"| spectral + collapsed | 1e6 | {longer[0]:.2f} | {longer[1]} | {longer[3][-1]} |")
     same = np.array_equal(slow[3], fast[3])
     a, b = drops(slow[2], slow[3]), drops(fast[2], fast[3])
@@ -86,7 +87,7 @@ def main() -> None:
         print(f"merge times: {a.size} direct, {b.size} fast: {a} vs {b}")
     slow_ev = run(args.n, 1e4, args.frames, summation="direct", collapse_tol=0.0,
                   merge_events=True)
-    fast_ev = run(args.n, 1e4, args.frames, twice=True, summation="auto", merge_events=True)
+    fast_ev = run(args.n, 1e4, args.frames, twice=True, summation="spectral", merge_events=True)
     a = located_slow(slow_ev[4], int(slow[3][-1]))
     b = located_slow(fast_ev[4], int(fast[3][-1]))
     print(f"\nwith merge events: direct {slow_ev[0]:.2f} s ({slow_ev[0] / slow[0]:.2f}x without), "

@@ -121,15 +121,31 @@ def crossover(d: int, beta: float, rng) -> str:
     first = None
     for n in CROSSOVER:
         X = tokens(rng, n, d)
-        t_dir = seconds(serial(build_field(SimulationConfig(n=n, d=d, beta=beta))), X, reps=5)
+        t_dir = seconds(serial(build_field(SimulationConfig(n=n, d=d, beta=beta,
+                                                            summation="direct"))), X, reps=5)
         t_spec = seconds(serial(build_field(SimulationConfig(n=n, d=d, beta=beta,
                                                              summation="spectral"))), X, reps=5)
         cells.append(f"{n}: {t_dir / t_spec:.2g}")
         if first is None and t_spec < t_dir:
             first = n
     where = f"n = {first}" if first else f"beyond n = {CROSSOVER[-1]}"
-    return f"d = {d}, beta = {beta:g}: spectral faster from {where} (direct / spectral: " \
-           f"{', '.join(cells)})"
+    return (f"d = {d}, beta = {beta:g}: spectral faster from {where}, the cost model "
+            f"predicts n = {predicted(d, beta)}, auto picks it from n = "
+            f"{predicted(d, beta, auto=True)} (direct / spectral: {', '.join(cells)})")
+
+
+def predicted(d: int, beta: float, auto: bool = False) -> int:
+    """The least n where :func:`particles.fields.spectral.costs` puts the series
+    below the direct sums (``auto``: where ``summation="auto"`` picks it)."""
+    n = 16
+    while True:
+        config = SimulationConfig(n=n, d=d, beta=beta, summation="auto" if auto else "spectral")
+        if auto and config.summation == "spectral":
+            return n
+        direct, spec = spectral.costs(n, d, spectral.degree(config))
+        if not auto and spec < direct:
+            return n
+        n += 16
 
 
 def main() -> None:
@@ -154,8 +170,8 @@ def main() -> None:
         t_spec = seconds(serial(spec), X)
         t_before = seconds(before(spec, d), X)
         if float(n) ** 2 <= args.direct_max:
-            t_dir = seconds(serial(build_field(SimulationConfig(n=n, d=d, beta=beta))), X,
-                            reps=1)
+            t_dir = seconds(serial(build_field(SimulationConfig(n=n, d=d, beta=beta,
+                                                                summation="direct"))), X, reps=1)
             measured[d] = (n, t_dir)
             shown = f"{t_dir:.4g}"
         else:
@@ -166,7 +182,7 @@ def main() -> None:
         print(f"| {d} | {beta:g} | {n} | {degree} | {shown} | {t_before:.4g} | {t_spec:.4g} "
               f"| {t_before / t_spec:.2f}x | {t_dir / t_spec:.0f}x |")
     print()
-    for d, beta in ((2, 10.0), (3, 5.0)):
+    for d, beta in ((2, 1.0), (2, 10.0), (3, 5.0)):
         print(crossover(d, beta, rng))
     if not args.quick and threads > 1:
         n = 1_000_000

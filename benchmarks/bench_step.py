@@ -139,7 +139,8 @@ def particles_step(n: int, d: int, batch: int | None, beta: float, h: float
     """``(call, steps per call, path)`` of the compiled Euler runner under the
     current thread count (the layout follows it)."""
     steps = max(1, int(2e7 // ((batch or 1) * n * n)))
-    config = SimulationConfig(n=n, d=d, beta=beta, integrator="euler", dt=h, batch=batch)
+    config = SimulationConfig(n=n, d=d, beta=beta, integrator="euler", dt=h, batch=batch,
+                              summation="direct")  # the direct sums, at every n
     field = build_field(config)
     layout, drift, wsize = execution_plan(config, field)
     run = fixed_runner("euler", drift, layout)
@@ -191,7 +192,8 @@ def roofline(n: int, d: int, batch: int | None, flops: float, exps: float) -> fl
 
 def memory_case(n: int = 100_000, d: int = 3) -> None:
     """Advance n tokens in d dimensions by one step; print the peak RSS."""
-    config = SimulationConfig(n=n, d=d, beta=1.0, integrator="euler", dt=0.01)
+    config = SimulationConfig(n=n, d=d, beta=1.0, integrator="euler", dt=0.01,
+                              summation="direct")
     field = build_field(config)
     layout, drift, wsize = execution_plan(config, field)
     run = fixed_runner("euler", drift, layout)

@@ -74,8 +74,13 @@ def info_lines(s: RunSummary) -> list[str]:
         f"positions    {_positions(s)}",
         f"analysis     {_analysis(s.path)}",
         "configuration",
-        *(f"  {k.ljust(width)}  {_describe(k, v)}" for k, v in config.items()),
+        *(f"  {k.ljust(width)}  {_describe(k, v)}{_chosen(s, k)}" for k, v in config.items()),
     ]
+
+
+def _chosen(s: RunSummary, key: str) -> str:
+    """How the file's summation was chosen, after its value."""
+    return " (chosen by --summation auto)" if key == "summation" and s.summation_auto else ""
 
 
 def density_info_lines(s: DensitySummary) -> list[str]:
@@ -102,8 +107,13 @@ def density_info_lines(s: DensitySummary) -> list[str]:
         f"last frame   mass {obs['mass']:.12g}, energy {obs['energy']:.6g}, "
         f"min density {obs['min_density']:.3g}",
         "configuration",
-        *(f"  {k.ljust(width)}  {_describe(k, v)}" for k, v in config.items()),
+        *(f"  {k.ljust(width)}  {_describe(k, v)}{_chosen(s, k)}" for k, v in config.items()),
     ]
+
+
+def _chosen(s: RunSummary, key: str) -> str:
+    """How the file's summation was chosen, after its value."""
+    return " (chosen by --summation auto)" if key == "summation" and s.summation_auto else ""
 
 
 def analysis_info_lines(s: AnalysisSummary) -> list[str]:

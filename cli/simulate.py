@@ -26,7 +26,7 @@ from particles.io import OutputPathError, TrajectoryFileError, read_summary
 from particles.runs import RunResult, resume_path, run_to_file
 from particles.runs.estimate import check_fits, estimate
 from particles.runs.extend import check_extension
-from particles.runs.run import config_differences
+from particles.runs.run import as_stored, config_differences
 
 
 def summary_line(s: RunResult) -> str:
@@ -105,8 +105,7 @@ def extended(given: SimulationConfig, stored: SimulationConfig) -> SimulationCon
     """The configuration a resume with ``given`` runs: the stored one extended to a
     later ``T`` (and save times) where only those differ, else ``given`` as it is
     (what it cannot extend, :func:`particles.runs.run_to_file` refuses, saying why)."""
-    if given.seed is None:
-        given = given.replace(seed=stored.seed)
+    given = as_stored(given, stored)
     differences = set(config_differences(given, stored))
     if differences and differences <= {"T", "save_times"}:
         try:

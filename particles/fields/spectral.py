@@ -230,8 +230,11 @@ def degree(config: RunSpec) -> int:
 
     Q, K, _ = draw_layer(config, 0)
     b, _ = profile(config, Q[0], K[0])
-    m = config.mass_array()
-    ratio = float(m.sum() / m.min())
+    if config.masses is None:
+        ratio = float(config.n)  # equal masses: no array (auto sizes n = 1e12 runs)
+    else:
+        m = config.mass_array()
+        ratio = float(m.sum() / m.min())
     if config.d == 3:
         return sphere_truncation(b, float(config.tol), ratio)
     return truncation(b, 2, float(config.tol), ratio)[0]
@@ -716,21 +719,32 @@ def spectral_reference(config: RunSpec, X: np.ndarray, Q: np.ndarray, K: np.ndar
 
 
 # ------------------------------------------------------------ the choice
-#: seconds per drift evaluation, one thread (benchmarks/bench_spectral.py on
-#: the 2-core development machines): direct ``DIRECT[d] n^2``; the circle's
-#: series ``CIRCLE n (K + 2) + CIRCLE_CALL`` (its blocks' set-up: the kernel
-#: took 2-3 us at n = 16 on an AVX-512 host, where direct took 1.7 us); S^2
-#: ``SPHERE_N n + SPHERE_L (L + 1)^2 log2(L + 2) + SPHERE_CALL`` (four
-#: transforms and the Python call).  The spectral constants are those measured
-#: there before issue 40 divided by the before/now ratios of
-#: ``bench_spectral.py`` (circle 4.2x; S^2 1.7x per token, 2.2x per degree
-#: term, 1.2x per call): the same host scale as ``DIRECT``.
-DIRECT = {2: 2.5e-9, 3: 2.9e-9}
+#: seconds per drift evaluation, one thread: per-host approximations
+#: (``benchmarks/bench_spectral.py``, measured on a Zen 4 AVX-512 host; other
+#: hosts differ by their exp rate and vector width, and the crossover with
+#: them): direct ``DIRECT[d] n^2`` (0.85 ns and 1.07 ns per pair); the
+#: circle's series ``CIRCLE n (K + 2) + CIRCLE_CALL`` (its blocks' set-up);
+#: S^2 ``SPHERE_N n + SPHERE_L (L + 1)^2 log2(L + 2) + SPHERE_CALL`` (one
+#: adjoint transform, three syntheses and the Python call).  With them the
+#: predicted crossover is near the measured one there (circle beta 1 and 10:
+#: predicted n = 80 and 96, measured 32-64 and 64; S^2 beta 5: predicted 896,
+#: measured 768).
+DIRECT = {2: 0.85e-9, 3: 1.07e-9}
 CIRCLE = 1.6e-9
 CIRCLE_CALL = 2.0e-6
 SPHERE_N = 6.0e-7
 SPHERE_L = 4.5e-8
 SPHERE_CALL = 1.7e-4
+#: ``auto`` picks the series only where :func:`costs` predicts it this many
+#: times faster: the measured ratio moved by up to 1.4x between two runs of
+#: the bench on one host (1.1-1.25x near the crossover), and a choice that
+#: flips on noise would give a run other bits from one version to the next.
+AUTO_GAIN = 1.5
+#: ... and only from this many tokens: below, the direct sums take
+#: milliseconds anyway (at most 1.1 ms per evaluation at n = 1024), and every
+#: smaller run keeps the bits of the direct sums it had when ``direct`` was
+#: the default.
+AUTO_MIN_N = 1024
 
 
 def costs(n: int, d: int, K: int) -> tuple[float, float]:
@@ -742,15 +756,19 @@ def costs(n: int, d: int, K: int) -> tuple[float, float]:
 
 
 def choose(config: RunSpec) -> str:
-    """``"spectral"`` or ``"direct"`` for a run the spectral summation serves:
-    the cheaper by :func:`costs` (S^2 transforms of a batch run one system at
-    a time, holding the interpreter, so a batch's threads count for direct only)."""
+    """``"spectral"`` or ``"direct"`` for a run the spectral summation serves
+    (``summation="auto"``): the series from :data:`AUTO_MIN_N` tokens where
+    :func:`costs` predicts it :data:`AUTO_GAIN` times faster than the direct
+    sums (S^2 transforms of a batch run one system at a time, holding the
+    interpreter, so a batch's threads count for direct only)."""
     import numba
 
+    if config.n < AUTO_MIN_N:
+        return "direct"
     direct, spec = costs(config.n, config.d, degree(config))
     if config.d == 3 and (config.batch or 1) > 1:
         spec *= numba.get_num_threads()
-    return "spectral" if spec < direct else "direct"
+    return "spectral" if AUTO_GAIN * spec <= direct else "direct"
 
 
 # ------------------------------------------------------------ the energy

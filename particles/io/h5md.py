@@ -21,6 +21,9 @@ Layout (https://www.nongnu.org/h5md/, version 1.1)::
                                    seed (decimal string: resolved seeds are up to 128 bits),
                                    summation_degree (int: K or L of the spectral
                                    summation's series, only when it ran),
+                                   summation_auto (1: summation "auto" chose the
+                                   series; absent otherwise, so the files of
+                                   direct runs stay as they were),
                                    stop_reason ("until_clusters" or "max_wall": a run
                                    that ended or paused at a stop, only then)
         versions                   particles, numpy, numba, h5py, hdf5, python
@@ -180,6 +183,9 @@ class RunSummary(FrameCounts):
         :data:`~particles.trajectory.STOP_REASONS`), or "".
     merges : int
         Merge events stored (``merge_events=True``), up to the last frame.
+    summation_auto : bool
+        Whether ``summation="auto"`` chose the spectral sums the file records
+        (``config.summation`` is the choice; a resume keeps it).
     """
 
     path: Path
@@ -194,6 +200,7 @@ class RunSummary(FrameCounts):
     final_observables: dict[str, float | np.ndarray]
     stop_reason: str = ""
     merges: int = 0
+    summation_auto: bool = False
 
     def describe(self) -> str:
         """``"holds 5 of 11 frames (t=0.5)"``, and why it stopped early."""
@@ -502,6 +509,7 @@ def read_summary(path: str | Path) -> RunSummary:
             final_observables={k: (v if v.ndim else float(v)) for k, v in final_obs.items()},
             stop_reason=h.stop_reason,
             merges=_merge_rows(f, h),
+            summation_auto=bool(f["parameters"].attrs.get("summation_auto", 0)),
         )
 
     return read_retrying(path, _inspect, reader, "trajectory")
@@ -559,6 +567,8 @@ def write_config(params: h5py.Group, config: SimulationConfig) -> None:
     degree = facts(config).degree
     if degree is not None:
         params.attrs["summation_degree"] = np.int32(degree)
+    if config.summation_auto and degree is not None:
+        params.attrs["summation_auto"] = np.int8(1)
 
 
 def _add_merge_events(f: h5py.File) -> h5py.Group:

@@ -164,6 +164,9 @@ class SweepHeader:
     times : ndarray, shape (F,)
     positions : bool
         Whether positions are stored.
+    summations : tuple of str
+        The summation each grid point's recorded configuration uses (a resume
+        keeps it, whatever ``auto`` would choose now).
     """
 
     path: Path
@@ -172,6 +175,7 @@ class SweepHeader:
     done: np.ndarray
     times: np.ndarray
     positions: bool
+    summations: tuple[str, ...] = ()
 
     @property
     def systems_done(self) -> int:
@@ -384,6 +388,8 @@ def read_header(path: str | Path) -> SweepHeader:
             done=np.asarray(g["done"][()], dtype=bool),
             times=np.asarray(g["time"][()]),
             positions="positions" in g["systems"],
+            summations=tuple(json.loads(c).get("summation", "direct")
+                             for c in g["configs"].asstr()[()]),
         )
 
 

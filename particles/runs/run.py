@@ -170,14 +170,28 @@ def check_resume_config(given: SimulationConfig, stored: SimulationConfig) -> No
     ResumeMismatch
         Naming each differing field with the given and the stored value.
     """
-    if given.seed is None:
-        given = given.replace(seed=stored.seed)
+    given = as_stored(given, stored)
     if given != stored:
         differences = config_differences(given, stored)
         diff = ", ".join(f"{k}={g!r} (file: {s!r})" for k, (g, s) in differences.items())
         raise ResumeMismatch(
             f"resume continues the stored configuration; given {diff}", differences
         )
+
+
+def as_stored(given: SimulationConfig, stored: SimulationConfig) -> SimulationConfig:
+    """``given`` with what it leaves open taken from ``stored``: an unset seed,
+    and the summation where ``given`` left it to ``auto`` (a file keeps the
+    choice recorded when it was made: the cost model, or the host, may have
+    changed since, and a resume continues the same sums)."""
+    if given.seed is None:
+        given = given.replace(seed=stored.seed)
+    if given.summation_auto and given.summation != stored.summation:
+        try:
+            given = given.summed_by(stored.summation)
+        except ValueError:
+            pass  # the stored summation cannot serve it: reported as a difference
+    return given
 
 
 def config_differences(given: SimulationConfig, stored: SimulationConfig
@@ -316,7 +330,7 @@ def _plan(state: RunSummary, given: SimulationConfig | None) -> SimulationConfig
     ``T`` and save times."""
     stored, extended = state.config, None
     if given is not None:
-        given = given if given.seed is not None else given.replace(seed=stored.seed)
+        given = as_stored(given, stored)
         differences = set(config_differences(given, stored))
         stops = {k: getattr(given, k) for k in RESUMABLE_STOPS if k in differences}
         stored, differences = stored.replace(**stops), differences - set(stops)

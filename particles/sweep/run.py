@@ -131,7 +131,8 @@ def default_chunk(spec: SweepSpec, workers: int) -> int:
     return max(1, min(chunk, TASK_MEMORY // per_system))
 
 
-def plan_tasks(spec: SweepSpec, done: np.ndarray, chunk: int) -> list[Task]:
+def plan_tasks(spec: SweepSpec, done: np.ndarray, chunk: int,
+               summations: tuple[str, ...] = ()) -> list[Task]:
     """The tasks of the systems not done: runs of consecutive undone systems of
     each grid point, cut into chunks of at most ``chunk`` systems.
 
@@ -141,10 +142,16 @@ def plan_tasks(spec: SweepSpec, done: np.ndarray, chunk: int) -> list[Task]:
         Resolved.
     done : ndarray of bool, shape (points, runs)
     chunk : int
+    summations : tuple of str, optional
+        The summation recorded for each grid point (a resumed file): where the
+        sweep leaves it to ``auto``, the recorded one is kept.
     """
     tasks = []
     for point in range(spec.points):
-        config = spec.config(point).to_dict()
+        config = spec.config(point)
+        if summations and config.summation_auto and config.summation != summations[point]:
+            config = config.summed_by(summations[point])
+        config = config.to_dict()
         todo = np.flatnonzero(~done[point])
         if not todo.size:
             continue
@@ -374,7 +381,8 @@ def run_sweep(
         done = (np.zeros((sweep.points, sweep.runs), dtype=bool) if header is None
                 else header.done)
         counts["left"] = int(done.size - done.sum())
-        yield from _run_tasks(sweep, done, backend, chunk, progress, counts)
+        kept = () if header is None else header.summations
+        yield from _run_tasks(sweep, done, backend, chunk, progress, counts, kept)
 
     def over_budget(item: TaskRows) -> bool:
         # polled once the task is written: pause only with systems still to run
@@ -391,7 +399,7 @@ def run_sweep(
 
 
 def _run_tasks(spec: SweepSpec, done: np.ndarray, backend: Backend | None, chunk: int | None,
-               progress: bool, counts: dict[str, int]):
+               progress: bool, counts: dict[str, int], summations: tuple[str, ...] = ()):
     """The results of the systems not done, as they finish (:class:`TaskRows`), on
     ``backend`` (one made here is closed at the end; a given one is left open)."""
     own = backend is None
@@ -400,7 +408,8 @@ def _run_tasks(spec: SweepSpec, done: np.ndarray, backend: Backend | None, chunk
             backend = make_backend()
         before, total = int(done.sum()), spec.points * spec.runs
         fit_backend(backend, spec, done)  # a local backend picks its processes for this sweep
-        tasks = plan_tasks(spec, done, int(chunk or default_chunk(spec, backend.workers)))
+        tasks = plan_tasks(spec, done, int(chunk or default_chunk(spec, backend.workers)),
+                           summations)
         with Progress(total, enabled=progress, label="sweep (systems)") as bar:
             bar.update(before)
             for task, result in backend.map_unordered(run_task, tasks):

@@ -92,7 +92,7 @@ def test_summations_resolve_and_refuse():
         SimulationConfig(n=64, d=4, beta=1.0, summation="spectral")
     assert info.value.field == "summation"
     with pytest.raises(ConfigError, match=r"^tol must be 1e-12") as info:
-        SimulationConfig(n=64, d=2, beta=1.0, tol=1e-10)
+        SimulationConfig(n=64, d=2, beta=1.0, summation="direct", tol=1e-10)
     assert info.value.field == "tol"
 
 

@@ -234,12 +234,44 @@ def test_auto_picks_by_cost_and_the_choice_is_recorded():
     # not served: auto is direct, spectral is refused
     assert SimulationConfig(n=20000, d=4, beta=1.0, summation="auto").summation == "direct"
     with pytest.raises(ConfigError, match="tol"):
-        SimulationConfig(n=16, d=2, beta=1.0, tol=1e-9)
+        SimulationConfig(n=16, d=2, beta=1.0, summation="direct", tol=1e-9)
+
+
+def test_auto_is_the_default_and_needs_a_safe_gain():
+    """The default picks the series at n = 16384 on S^2, never below
+    AUTO_MIN_N tokens (small runs keep their direct bits, though the series
+    is 8x faster at n = 512 on the circle), and only where the cost model
+    predicts AUTO_GAIN (1.5x): S^2 at beta 5 stays direct at a predicted 1.2x."""
+    assert SimulationConfig(n=16384, d=3, beta=5.0).summation == "spectral"
+    assert SimulationConfig(n=16384, d=3, beta=5.0).summation_auto
+    assert SimulationConfig(n=512, d=2, beta=10.0).summation == "direct"
+    assert SimulationConfig(n=spectral.AUTO_MIN_N, d=2, beta=10.0).summation == "spectral"
+    for n, chosen in ((1024, "direct"), (1300, "spectral")):
+        config = SimulationConfig(n=n, d=3, beta=5.0)
+        direct, series = spectral.costs(n, 3, spectral.degree(config.replace(
+            summation="spectral")))
+        assert (direct / series >= spectral.AUTO_GAIN) == (chosen == "spectral")
+        assert 1.0 < direct / series and config.summation == chosen
+    assert not SimulationConfig(n=16384, d=3, beta=5.0, summation="direct").summation_auto
+    text = SimulationConfig.__dataclass_fields__["summation"].metadata["option"].help
+    assert f"{spectral.AUTO_GAIN:g}x faster, from n = {spectral.AUTO_MIN_N}" in text
+
+
+def test_auto_that_sums_directly_keeps_a_readable_configuration():
+    """tol is the series': auto resolved to direct records the default (a file
+    of auto with --tol 1e-6 at n = 32 could not be read back), and the copy of
+    a larger run chooses again with the tol asked."""
+    config = SimulationConfig(n=32, d=2, beta=1.0, summation="auto", tol=1e-6)
+    assert (config.summation, config.tol) == ("direct", 1e-12)
+    assert SimulationConfig.from_json(config.to_json()) == config
+    larger = config.replace(n=4096)
+    assert (larger.summation, larger.tol) == ("spectral", 1e-6)
 
 
 def test_no_quadratic_observer_by_default_on_large_spectral_runs():
     """An O(n^2) observer at every frame would undo the O(n K) steps."""
-    assert SimulationConfig(n=4000, d=2, beta=9.0).observables == ("pairwise",)
+    assert SimulationConfig(n=4000, d=2, beta=9.0, summation="direct").observables == (
+        "pairwise",)
     assert SimulationConfig(n=4000, d=2, beta=9.0, summation="spectral").observables == (
         "order", "spectral_energy")
     assert SimulationConfig(n=100, d=3, beta=9.0, summation="spectral").observables == ("pairwise",)
@@ -269,7 +301,7 @@ def test_the_energy_through_the_series_equals_the_pair_sum(d):
     (2, "dopri5", {}),
     (3, "rk4", {"model": "usa", "usa_scale": "n_exp_beta"}),
     (2, "heun", {"noise": 0.3}),
-    (3, "euler", {"batch": 3, "n": 600}),  # (smaller S^2 batches are refused)
+    (3, "euler", {"batch": 3, "n": 1200}),  # (S^2 batches below n = 940 are refused)
     (3, "euler", {"value_weights": "wwt", "layer_time": 0.5}),  # V redrawn per layer
 ])
 def test_trajectories_equal_the_direct_method(d, integrator, extra):
@@ -284,7 +316,7 @@ def test_trajectories_equal_the_direct_method(d, integrator, extra):
     if integrator == "dopri5":
         kw.update(rtol=1e-9, atol=1e-12, save_times=np.linspace(0, 2.0, 5))
     a = simulate(n, d, 6.0, summation="spectral", tol=1e-13, **kw)
-    b = simulate(n, d, 6.0, **kw)
+    b = simulate(n, d, 6.0, summation="direct", **kw)
     assert a.config.summation == "spectral"
     atol = {"dopri5": 1e-8, "euler": 1e-13}.get(integrator, 1e-10)
     np.testing.assert_allclose(a.positions, b.positions, rtol=0, atol=atol)

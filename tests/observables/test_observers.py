@@ -36,7 +36,7 @@ def test_default_rule():
     # on the circle at beta = 0 the pairwise set costs O(n log n): kept
     assert default_observers(100_000, 2, 0.0) == ("pairwise",)
     assert default_observers(100_000, 2, 0.5) == ("order",)
-    cfg = SimulationConfig(n=100_000, d=3, beta=1.0)
+    cfg = SimulationConfig(n=100_000, d=3, beta=1.0, summation="direct")
     assert cfg.observables == ("order",)
     assert SimulationConfig(n=8, d=3, beta=1.0).observables == ("pairwise",)
     # the resolved choice is part of the configuration (and its JSON)
@@ -45,7 +45,7 @@ def test_default_rule():
 
 
 def test_files_written_before_the_choice_read_as_pairwise():
-    data = SimulationConfig(n=100_000, d=3, beta=1.0).to_dict()
+    data = SimulationConfig(n=100_000, d=3, beta=1.0, summation="direct").to_dict()
     data.pop("observables")
     assert SimulationConfig.from_dict(data).observables == ("pairwise",)
 
