@@ -76,6 +76,7 @@ import numpy as np
 from scipy import special
 
 from particles._numba import jit, objmode, prange, specialize
+from particles.fields import costs as cost
 from particles.fields.base import DriftSet
 from particles.protocols import RunSpec
 
@@ -715,29 +716,10 @@ def spectral_reference(config: RunSpec, X: np.ndarray, Q: np.ndarray, K: np.ndar
 
 
 # ------------------------------------------------------------ the choice
-#: seconds per drift evaluation, one thread (benchmarks/bench_spectral.py on
-#: the 2-core development machines): direct ``DIRECT[d] n^2``; the circle's
-#: series ``CIRCLE n (K + 2) + CIRCLE_CALL`` (its blocks' set-up: the kernel
-#: took 2-3 us at n = 16 on an AVX-512 host, where direct took 1.7 us); S^2
-#: ``SPHERE_N n + SPHERE_L (L + 1)^2 log2(L + 2) + SPHERE_CALL`` (four
-#: transforms and the Python call).  The spectral constants are those measured
-#: there before issue 40 divided by the before/now ratios of
-#: ``bench_spectral.py`` (circle 4.2x; S^2 1.7x per token, 2.2x per degree
-#: term, 1.2x per call): the same host scale as ``DIRECT``.
-DIRECT = {2: 2.5e-9, 3: 2.9e-9}
-CIRCLE = 1.6e-9
-CIRCLE_CALL = 2.0e-6
-SPHERE_N = 6.0e-7
-SPHERE_L = 4.5e-8
-SPHERE_CALL = 1.7e-4
-
-
 def costs(n: int, d: int, K: int) -> tuple[float, float]:
-    """``(direct, spectral)`` estimated seconds of one drift evaluation of one system."""
-    direct = DIRECT[d] * n * n
-    if d == 2:
-        return direct, CIRCLE * n * (K + 2) + CIRCLE_CALL
-    return direct, SPHERE_N * n + SPHERE_L * (K + 1) ** 2 * math.log2(K + 2) + SPHERE_CALL
+    """``(direct, spectral)`` estimated seconds of one drift evaluation of one
+    system (:mod:`particles.fields.costs`)."""
+    return cost.direct(n, d), cost.series(n, d, K)
 
 
 def choose(config: RunSpec) -> str:
