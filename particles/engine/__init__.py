@@ -75,20 +75,8 @@ def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) ->
     ``x0`` normalised, or a draw of the registry's ``init``.  The engine reads
     no file, so every caller above it takes a run's tokens from their one home,
     :func:`particles.runs.initial.initial_tokens`, which draws ``init="density:FILE"``
-    too; :func:`run` (``simulate``) draws here.
-
-    Parameters
-    ----------
-    config : SimulationConfig
-        Resolved configuration (concrete seed when ``x0`` is None).
-    x0 : ndarray, shape (n, d) or (batch, n, d), optional
-        Given positions; rows are normalised onto the sphere.  A single
-        (n, d) configuration is repeated over the batch.
-
-    Returns
-    -------
-    ndarray, shape (batch, n, d)
-        C-contiguous float64 (batch is 1 for a single system).
+    too; :func:`run` (``simulate``) draws here.  Its parameters and result
+    (shape (batch, n, d)) are those of that home.
     """
     B = config.batch or 1
     n, d = config.n, config.d
