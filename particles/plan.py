@@ -5,7 +5,8 @@ the run saves (:class:`Saves`, as diffrax's ``SaveAt``), how its steps are
 controlled (:class:`Controller`), what it watches for (:class:`Watch`) and
 the derived :class:`Facts` (the summation and its truncation degree, whether
 coincident tokens collapse, the energy's definition, the frames expected,
-the drift evaluations per step and their cost).  Facts are computed here
+the steps, the drift evaluations per step and their cost at the reference
+costs of :mod:`particles.fields.costs`).  Facts are computed here
 only: the file layer records them, the estimates and probes read them.
 Each fact is computed when first asked (a file's header needs no energy
 definition), then kept.
@@ -16,6 +17,7 @@ Layer 3, beside the configuration: it reads a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from particles.fields import costs
 from particles.fields.summation import SUMMATIONS
 from particles.integrators import INTEGRATORS
-from particles.models import collapse
+from particles.models import MODELS, collapse
 from particles.observables import energy_definition
 from particles.protocols import RunSpec
 
@@ -183,12 +186,38 @@ class Facts:
         """Drift evaluations per step of the integrator."""
         return INTEGRATORS[self.spec.integrator].evaluations
 
-    def evaluation_cost(self, n: int | None = None) -> float | None:
-        """Seconds of one drift evaluation of ``n`` tokens (default the run's) of
-        one system on one core by the summation's own cost model, or None
-        where the pair-cost model of :mod:`particles.runs.estimate` applies."""
-        cost = SUMMATIONS[self.summation].cost
-        return None if cost is None else cost(self.spec, self.spec.n if n is None else int(n))
+    @property
+    def adaptive(self) -> bool:
+        """Whether the integrator sizes its steps (their count follows the dynamics)."""
+        return INTEGRATORS[self.spec.integrator].adaptive
+
+    @property
+    def steps(self) -> int:
+        """Steps of one system to ``T``: a fixed step's count, an adaptive
+        integrator's at its initial ``dt`` (a bound: they usually grow far longer)."""
+        return math.ceil(self.spec.T / self.spec.dt) if self.spec.T > 0 else 0
+
+    @property
+    def pass_cost(self) -> float:
+        """Seconds of one pass over the run's pairs of one system on one core
+        at the reference costs (an O(n^2) observer's frame, a sweep's statistics)."""
+        return costs.pairs(self.spec.n, self.spec.d)
+
+    def evaluation_cost(self, n: int | None = None) -> float:
+        """Seconds of one drift evaluation of ``n`` tokens (default the run's)
+        of one system on one core at the reference costs
+        (:mod:`particles.fields.costs`): O(n) tokens for a model that is not
+        pairwise (Kuramoto), else the summation's own model (every pair per
+        head and Sinkhorn pass, or the series)."""
+        n = self.spec.n if n is None else int(n)
+        if not MODELS[self.spec.model].pairwise:
+            return costs.tokens(n)
+        return SUMMATIONS[self.summation].cost(self.spec, n)
+
+    def step_cost(self, n: int | None = None) -> float:
+        """Seconds of one step of one system on one core at the reference
+        costs: :attr:`evaluations` times :meth:`evaluation_cost`."""
+        return self.evaluations * self.evaluation_cost(n)
 
 
 @dataclass(frozen=True)

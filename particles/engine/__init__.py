@@ -67,24 +67,16 @@ from particles.trajectory import Frame, Trajectory
 __all__ = ["POPULATION_AT_RISK", "ROWS_PARALLEL_MIN_N", "STEP_LIMIT", "Controller", "Frame",
            "Saves", "Start", "Watch", "blas_guard",
            "check_step_size", "collect", "drift_of", "execution_plan", "init_rng",
-           "initial_positions", "integrate", "iter_frames", "layer_segments", "layout_of",
+           "integrate", "iter_frames", "layer_segments", "layout_of",
            "march", "noise_keys", "run", "seed_sequences", "simulate", "speed_bound"]
 
 def initial_positions(config: SimulationConfig, x0: np.ndarray | None = None) -> np.ndarray:
-    """Initial tokens of a run, always with a batch axis.
-
-    Parameters
-    ----------
-    config : SimulationConfig
-        Resolved configuration (concrete seed when ``x0`` is None).
-    x0 : ndarray, shape (n, d) or (batch, n, d), optional
-        Given positions; rows are normalised onto the sphere.  A single
-        (n, d) configuration is repeated over the batch.
-
-    Returns
-    -------
-    ndarray, shape (batch, n, d)
-        C-contiguous float64 (batch is 1 for a single system).
+    """The engine's half of a run's initial tokens, always with a batch axis:
+    ``x0`` normalised, or a draw of the registry's ``init``.  The engine reads
+    no file, so every caller above it takes a run's tokens from their one home,
+    :func:`particles.runs.initial.initial_tokens`, which draws ``init="density:FILE"``
+    too; :func:`run` (``simulate``) draws here.  Its parameters and result
+    (shape (batch, n, d)) are those of that home.
     """
     B = config.batch or 1
     n, d = config.n, config.d

@@ -46,6 +46,7 @@ from particles.fields.kuramoto import BLOCK, block_total
 
 __all__ = [
     "ANGLE_MODELS",
+    "ANGLE_SLOTS",
     "angle_drift",
     "angle_field",
     "angle_params",
@@ -275,6 +276,12 @@ def angle_workspace(n: int) -> int:
     return 2 * n + 2 * ((n + BLOCK - 1) // BLOCK)
 
 
+#: position of each named entry of :func:`angle_params`' tuple, for Python
+#: readers (the compiled drifts read it by position).
+ANGLE_SLOTS = {name: i for i, name in enumerate(
+    ("omega", "masses", "log_masses", "beta", "coupling", "usa_shift", "inv_mass"))}
+
+
 def angle_params(n: int, beta: float, coupling: float, omega: np.ndarray, usa_scale: str,
                  masses: np.ndarray | None) -> tuple:
     """The parameter tuple ``p`` of the angle drifts.
@@ -324,7 +331,7 @@ def angle_field(model: str, n: int, *, beta: float = 0.0, coupling: float = 1.0,
         max |omega|)``.
     """
     p = angle_params(n, beta, coupling, omega, usa_scale, masses)
-    w = p[0]
+    w = p[ANGLE_SLOTS["omega"]]
     bound = angle_speed_bound(model, beta, coupling, w, usa_scale)
 
     def reference(theta: np.ndarray) -> np.ndarray:

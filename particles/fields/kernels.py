@@ -288,6 +288,12 @@ def pair_workspace_size(n: int, d: int, nchunks: int) -> int:
 
 
 # --------------------------------------------------------------- registry
+#: the entries of an attention drift's parameter tuple (:meth:`Kernel.params`)
+#: in order, by name (:attr:`Kernel.slots`).
+PARAM_SLOTS = ("Q", "K", "V", "log_masses", "param", "normalized", "usa_shift", "qk_identity",
+               "v_identity", "inv_mass")
+
+
 @dataclass(frozen=True, eq=False)
 class Kernel:
     """A registered attention kernel ``kappa(q, k) >= 0`` and its behaviour.
@@ -381,6 +387,14 @@ class Kernel:
         serial, parallel = self.pair_drifts
         return DriftSet(serial, parallel, (lambda c: pair_workspace_size(n, d, c)),
                         f"pair_{self.name}")
+
+    @property
+    def slots(self) -> dict[str, int]:
+        """Position of each named entry of :meth:`params`' tuple (:data:`PARAM_SLOTS`;
+        no ``usa_shift`` without the time change), for Python readers: the
+        compiled drifts read the tuple by position."""
+        names = [s for s in PARAM_SLOTS if self.time_change or s != "usa_shift"]
+        return {name: i for i, name in enumerate(names)}
 
     def params(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, logm: np.ndarray,
                param: float, normalized: bool, usa_shift: float, qk_identity: bool,

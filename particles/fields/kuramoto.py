@@ -37,6 +37,9 @@ from particles.fields.frequencies import OMEGA_DISTRIBUTIONS, freeze_omega, pars
 from particles.protocols import RunSpec
 from particles.seeds import frequencies_rng
 
+#: position of each named entry of the Kuramoto drift's parameter tuple, for
+#: Python readers (the compiled drifts read it by position).
+KURAMOTO_SLOTS = {name: i for i, name in enumerate(("omega", "masses", "coupling", "inv_mass"))}
 #: rows per block of the order-parameter sum.  The blocks are fixed by n (not
 #: by the thread count), so serial and parallel kernels, and runs on any number
 #: of threads, add the same partial sums in the same order.

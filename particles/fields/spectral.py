@@ -76,6 +76,7 @@ import numpy as np
 from scipy import special
 
 from particles._numba import jit, objmode, prange, specialize
+from particles.fields import costs as cost
 from particles.fields.base import DriftSet
 from particles.protocols import RunSpec
 
@@ -719,22 +720,6 @@ def spectral_reference(config: RunSpec, X: np.ndarray, Q: np.ndarray, K: np.ndar
 
 
 # ------------------------------------------------------------ the choice
-#: seconds per drift evaluation, one thread: per-host approximations
-#: (``benchmarks/bench_spectral.py``, measured on a Zen 4 AVX-512 host; other
-#: hosts differ by their exp rate and vector width, and the crossover with
-#: them): direct ``DIRECT[d] n^2`` (0.85 ns and 1.07 ns per pair); the
-#: circle's series ``CIRCLE n (K + 2) + CIRCLE_CALL`` (its blocks' set-up);
-#: S^2 ``SPHERE_N n + SPHERE_L (L + 1)^2 log2(L + 2) + SPHERE_CALL`` (one
-#: adjoint transform, three syntheses and the Python call).  With them the
-#: predicted crossover is near the measured one there (circle beta 1 and 10:
-#: predicted n = 80 and 96, measured 32-64 and 64; S^2 beta 5: predicted 896,
-#: measured 768).
-DIRECT = {2: 0.85e-9, 3: 1.07e-9}
-CIRCLE = 1.6e-9
-CIRCLE_CALL = 2.0e-6
-SPHERE_N = 6.0e-7
-SPHERE_L = 4.5e-8
-SPHERE_CALL = 1.7e-4
 #: ``auto`` picks the series only where :func:`costs` predicts it this many
 #: times faster: the measured ratio moved by up to 1.4x between two runs of
 #: the bench on one host (1.1-1.25x near the crossover), and a choice that
@@ -748,11 +733,9 @@ AUTO_MIN_N = 1024
 
 
 def costs(n: int, d: int, K: int) -> tuple[float, float]:
-    """``(direct, spectral)`` estimated seconds of one drift evaluation of one system."""
-    direct = DIRECT[d] * n * n
-    if d == 2:
-        return direct, CIRCLE * n * (K + 2) + CIRCLE_CALL
-    return direct, SPHERE_N * n + SPHERE_L * (K + 1) ** 2 * math.log2(K + 2) + SPHERE_CALL
+    """``(direct, spectral)`` estimated seconds of one drift evaluation of one
+    system (:mod:`particles.fields.costs`)."""
+    return cost.direct(n, d), cost.series(n, d, K)
 
 
 def choose(config: RunSpec) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles.errors import invalid
-from particles.fields import spectral
+from particles.fields import costs, spectral
 from particles.fields.base import DriftSet
 from particles.fields.kernels import KERNELS
 from particles.protocols import RunSpec
@@ -51,9 +51,9 @@ class Summation:
         ``degree(spec) -> int``: the truncation degree of a series (K on the
         circle, L on S^2), recorded in a file; None for a summation without one.
     cost : callable, optional
-        ``cost(spec, n) -> float``: its own estimate of the seconds of one drift
-        evaluation of ``n`` tokens of one system on one core; None where the
-        pair-cost model of :mod:`particles.runs.estimate` applies.
+        ``cost(spec, n) -> float``: the seconds of one drift evaluation of ``n``
+        tokens of one system of a pairwise model on one core
+        (:mod:`particles.fields.costs`); None for ``auto``, which is resolved before.
     """
 
     name: str
@@ -113,9 +113,15 @@ def _spectral_params(spec, Q, K, V, qk_identity, v_identity, normalized, usa_shi
     return spectral.params(spec, Q, K, V, v_identity, normalized, usa_shift)
 
 
+def _direct_cost(spec: RunSpec, n: int) -> float:
+    # every pair, per head, once per Sinkhorn pass (fields.costs)
+    sinkhorn = spec.normalization == "sinkhorn"
+    return costs.pairs(n, spec.d, spec.heads, 1.0 + spec.sinkhorn_iters if sinkhorn else 1.0)
+
+
 def _spectral_cost(spec: RunSpec, n: int) -> float:
-    # the series' cost (fields.spectral.costs, measured like runs.estimate's)
-    return spectral.costs(n, spec.d, spectral.degree(spec))[1]
+    # the series' cost (fields.costs, measured like the pairs')
+    return costs.series(n, spec.d, spectral.degree(spec))
 
 
 def _auto_choose(spec: RunSpec) -> str:
@@ -125,7 +131,7 @@ def _auto_choose(spec: RunSpec) -> str:
 #: name -> summation; the single source of truth for ``summation=``.
 SUMMATIONS: dict[str, Summation] = {s.name: s for s in (
     Summation("direct", "n^2 kernel evaluations per drift", _never, lambda spec: "direct",
-              _direct_drifts, _direct_params, rules=_direct_rules),
+              _direct_drifts, _direct_params, cost=_direct_cost, rules=_direct_rules),
     Summation("spectral", "zonal kernels on S^1 and S^2 by Bessel series (O(n K)), exact "
               "to tol", spectral.refusal, lambda spec: "spectral", spectral.drifts,
               _spectral_params, spectral.degree, _spectral_cost, rules=_spectral_rules),

@@ -25,7 +25,7 @@ import numpy as np
 
 from particles.errors import invalid
 from particles.fields import kuramoto
-from particles.fields.angle import angle_field
+from particles.fields.angle import ANGLE_SLOTS, angle_field
 from particles.models.problem import Hints, Problem, run_noise, sphere_problem, token_positions
 from particles.protocols import RunSpec
 
@@ -88,7 +88,9 @@ def problem(config: RunSpec, positions: np.ndarray, *,
     params, select = angles.params, None
     if field.select is not None:
         # each system its own frequencies: a leading batch axis, selected per system
-        params, select = (np.ascontiguousarray(omegas), *params[1:]), kuramoto.select_omega
+        at = ANGLE_SLOTS["omega"]
+        params = (*params[:at], np.ascontiguousarray(omegas), *params[at + 1:])
+        select = kuramoto.select_omega
     angles = dataclasses.replace(angles, params=params, select=select, speed=field.speed,
                                  rates=field.rates, pairwise=field.pairwise)
     return Problem(state0=phases(X), space="flat", field=angles,

@@ -5,14 +5,16 @@ batch, heads, frames, steps); nothing is allocated, so a configuration that
 claims 10^12 tokens or 10^10 frames is described at once.
 
 Time is steps x drift evaluations per step x the model's cost of one
-evaluation (:func:`evaluation_seconds`: O(n^2) pairs for SA and USA, O(n)
-tokens for Kuramoto, whose coupling is through the order parameter), plus
-the observers of every frame, at costs measured on the 2-core machines of
-DESIGN.md.  A fixed step's steps are known; an adaptive integrator's follow
-the dynamics, so without a probe they are counted at the initial ``dt``
-and the time is marked as a bound (:attr:`Estimate.bound`): those steps
-usually grow hundreds of times longer.  :func:`particles.runs.probe.probed_estimate`
-counts them with a short run of the model instead.
+evaluation (facts of the run's plan, :meth:`particles.plan.Facts.evaluation_cost`
+at the reference costs of :mod:`particles.fields.costs`: O(n^2) pairs for SA
+and USA, O(n) tokens for Kuramoto, whose coupling is through the order
+parameter, O(n K) for a spectral series), plus the observers of every frame,
+at costs measured on the 2-core machines of DESIGN.md.  A fixed step's
+steps are known; an adaptive integrator's follow the dynamics, so without
+a probe they are counted at the initial ``dt`` and the time is marked as
+a bound (:attr:`Estimate.bound`): those steps usually grow hundreds of
+times longer.  :func:`particles.runs.probe.probed_estimate` counts them
+with a short run of the model instead.
 :func:`estimate_values` does the same from raw option values, before a
 :class:`~particles.config.SimulationConfig` is built (building one already
 allocates ``(d, d)`` matrices and the list of output times).
@@ -35,14 +37,13 @@ from typing import Any
 import numpy as np
 
 from particles.config import SimulationConfig
-from particles.integrators import INTEGRATORS
+from particles.fields import costs
 from particles.io.density import grid_shape
 from particles.io.h5md import expected_frames
 from particles.plan import facts
 
-__all__ = ["Estimate", "available_memory", "check_fits", "config_evaluation_seconds",
-           "estimate", "estimate_values",
-           "evaluation_seconds", "frame_seconds", "meanfield_estimate"]
+__all__ = ["Estimate", "available_memory", "check_fits", "estimate", "estimate_values",
+           "frame_seconds", "meanfield_estimate"]
 
 #: working copies of the state an integrator keeps per system (stages, errors,
 #: trial state), counted generously.
@@ -50,15 +51,6 @@ STATE_COPIES = 12
 #: seconds per (token pair x dimension) of the simpler passes (statistics,
 #: FFTs), on one core, roughly.
 SECONDS_PER_PAIR_OP = 2e-9
-#: one drift evaluation of a pairwise model costs, per token pair and head,
-#: this much (the exp and the softmax) plus :data:`SECONDS_PER_PAIR_DIM` per
-#: dimension (the products): measured on one core of the 2-core machines
-#: (SA, edp, n = 1024: 2.9 ns at d = 2, 4.9 at d = 8, 6.6 at 16, 11 at 64).
-SECONDS_PER_PAIR = 3e-9
-SECONDS_PER_PAIR_DIM = 0.13e-9
-#: one drift evaluation of a model that is O(n) (Kuramoto), per token:
-#: 21-26 ns on the embedded circle (dopri5), 40 ns on the angles (RK4).
-SECONDS_PER_TOKEN = 32e-9
 #: the engine's own cost of a frame (observers aside), seconds.
 SECONDS_PER_FRAME = 1e-4
 #: bytes one stored float takes in memory as a Python float inside a tuple.
@@ -152,31 +144,6 @@ class Estimate:
         ]
 
 
-def evaluation_seconds(*, n: int, d: int, heads: int = 1, pairwise: bool = True,
-                       passes: float = 1.0) -> float:
-    """Seconds of one drift evaluation of one system on one core.
-
-    Parameters
-    ----------
-    n, d : int
-        Tokens and dimension.
-    heads : int
-        Attention heads (each visits every pair).
-    pairwise : bool
-        O(n^2) pairs (SA, USA) or O(n) tokens (Kuramoto; see
-        :attr:`particles.models.Model.pairwise`).
-    passes : float
-        Passes over the pairs per head (Sinkhorn's iterations).
-
-    Returns
-    -------
-    float
-    """
-    if not pairwise:
-        return float(n) * SECONDS_PER_TOKEN
-    return float(n) * float(n) * heads * passes * (SECONDS_PER_PAIR + d * SECONDS_PER_PAIR_DIM)
-
-
 def _estimate(
     *, n: int, d: int, batch: int, heads: int, frames: int, steps: float, stages: int,
     observables: int, weights_per_system: bool, times_in_memory: int,
@@ -219,37 +186,12 @@ def frame_seconds(config: SimulationConfig) -> float:
     quadratic = {k for k in names if ALL_OBSERVERS[k].cost == "O(n^2)"}
     if sorted_angles:
         quadratic.discard("pairwise")
-    out = SECONDS_PER_FRAME + n * config.d * SECONDS_PER_PAIR_DIM * 10
+    out = SECONDS_PER_FRAME + n * config.d * costs.SECONDS_PER_PAIR_DIM * 10
     if quadratic:
-        out += evaluation_seconds(n=n, d=config.d)
+        out += facts(config).pass_cost
     elif "pairwise" in names:
-        out += n * max(1.0, math.log2(n)) * SECONDS_PER_TOKEN
+        out += n * max(1.0, math.log2(n)) * costs.SECONDS_PER_TOKEN
     return out
-
-
-def config_evaluation_seconds(config: SimulationConfig, *, n: int | None = None) -> float:
-    """Seconds of one drift evaluation of one system of ``config`` on one core
-    at the reference costs: :func:`evaluation_seconds` for its model, heads and
-    Sinkhorn passes, the spectral series' own cost model for
-    ``summation="spectral"``.
-
-    Parameters
-    ----------
-    config : SimulationConfig
-    n : int, optional
-        Tokens evaluated, where not ``config.n``: the distinct points of a run
-        whose coincident tokens collapsed (:mod:`particles.models.collapse`).
-    """
-    from particles.models import MODELS
-
-    n = config.n if n is None else int(n)
-    own = facts(config).evaluation_cost(n)
-    if own is not None:  # a series' own cost model (fields.summation)
-        return own
-    sinkhorn = config.normalization == "sinkhorn"
-    return evaluation_seconds(
-        n=n, d=config.d, heads=config.heads, pairwise=MODELS[config.model].pairwise,
-        passes=1.0 + config.sinkhorn_iters if sinkhorn else 1.0)
 
 
 def estimate(config: SimulationConfig, *, steps: float | None = None,
@@ -284,24 +226,25 @@ def estimate(config: SimulationConfig, *, steps: float | None = None,
     Estimate
     """
     frames = expected_frames(config)
-    adaptive = INTEGRATORS[config.integrator].adaptive
+    run = facts(config)
+    adaptive = run.adaptive
     sinkhorn = config.normalization == "sinkhorn"
     bound = bound or sinkhorn
     if steps is None:
-        steps = math.ceil(config.T / config.dt) if config.T > 0 else 0
+        steps = run.steps
         bound |= adaptive and steps > 0
         basis = ("every adaptive step at the initial dt (adaptive steps usually grow far "
                  "longer)" if adaptive else "fixed steps")
     if sinkhorn:
         basis += f"; Sinkhorn at its cap of {config.sinkhorn_iters} iterations"
     times = PY_FLOAT * len(config.save_times or ()) + 8 * frames
-    evaluation = config_evaluation_seconds(config) * work * (speed or 1.0)
-    if facts(config).collapses and config.T > 0 and work == 1.0:
+    evaluation = run.evaluation_cost() * work * (speed or 1.0)
+    if run.collapses and config.T > 0 and work == 1.0:
         note = "not counted: coincident tokens collapse once clusters form (then faster)"
         basis = f"{basis}; {note}" if basis else note
     return _estimate(
         n=config.n, d=config.d, batch=config.batch or 1, heads=config.heads, frames=frames,
-        steps=steps, stages=INTEGRATORS[config.integrator].evaluations,
+        steps=steps, stages=run.evaluations,
         observables=len(config.observables or ()) + 2,
         weights_per_system=config.weight_draws != "shared", times_in_memory=times,
         evaluation=evaluation, frame_seconds=frame_seconds(config) * (speed or 1.0),

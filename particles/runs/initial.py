@@ -3,13 +3,14 @@
 The two directions of a like-with-like comparison of a particle run and a
 mean-field solve on the circle:
 
-* :func:`initial_tokens`: a run's initial tokens, with ``init="density:FILE"``
+* :func:`initial_tokens`: a run's initial tokens (their one home: sessions,
+  probes, benchmarks and tests take them here), with ``init="density:FILE"``
   drawn from the initial density (frame 0) of a mean-field density file:
   ``n`` i.i.d. angles per system by the exact inverse distribution function
   (:func:`particles.meanfield.sample_density`) from the run's own seed
   (:func:`particles.seeds.init_rng`), so the file's configuration (``init``
-  and ``seed``) draws them again; every other ``init`` as
-  :func:`particles.engine.initial_positions` draws it.
+  and ``seed``) draws them again; given ``x0`` and every other ``init`` as
+  the engine draws them (``particles.engine.initial_positions``).
 * :func:`particles_density`: a mean-field initial density from the tokens of
   a circle run's first frame (``init="particles:file=PATH"``), a kernel
   density estimate (:func:`particles.meanfield.kde.kde_density`; an ensemble
@@ -72,12 +73,27 @@ def density_tokens(config: SimulationConfig) -> np.ndarray:
 
 
 def initial_tokens(config: SimulationConfig, x0: np.ndarray | None = None) -> np.ndarray:
-    """:func:`particles.engine.initial_positions`, with ``init`` read from a file
-    (:func:`density_tokens`) where it names one and no ``x0`` is given.
+    """The initial tokens of a run: ``x0``, else drawn by its ``init`` (a file's
+    density, :func:`density_tokens`, or the registry's sampler from its seed).
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        Resolved configuration (concrete seed when ``x0`` is None).
+    x0 : ndarray, shape (n, d) or (batch, n, d), optional
+        Given positions; rows are normalised onto the sphere.  A single
+        (n, d) configuration is repeated over the batch.
 
     Returns
     -------
     ndarray, shape (batch, n, d)
+        C-contiguous float64 (batch is 1 for a single system).
+
+    Raises
+    ------
+    ValueError
+        ``x0`` of the wrong shape or with rows off the sphere's reach, an
+        unresolved seed, an unreadable density file.
     """
     if x0 is None and INITIAL_CONDITIONS[parse_init(config.init)[0]].text:
         x0 = density_tokens(config)

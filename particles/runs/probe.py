@@ -48,14 +48,14 @@ a mean of 0.27-0.31 and 0.26), and the range is said (:attr:`Estimate.spread
 A proxy's count of distinct points ``k`` of ``m`` stands for
 ``k_end + (k - k_end) (n - k_end) / (m - k_end)`` of the run's ``n``
 (``k_end``: its fewest), each costing
-:func:`particles.runs.estimate.config_evaluation_seconds` at that size.
+:meth:`particles.plan.Facts.evaluation_cost` at that size.
 The count depends on the configuration, the seed and how far the budget
 lets the probe go.
 
 The time of a step is the machine's: :func:`machine_speed` times the run's
 own drift on a proxy of :data:`SPEED_TOKENS` tokens on one Numba thread
 and divides by the reference cost of those evaluations
-(:func:`particles.runs.estimate.config_evaluation_seconds`): a core with
+(:meth:`particles.plan.Facts.step_cost`): a core with
 AVX-512 evaluates the softmax three to four times as fast as the 2-core
 AVX2 machines the reference costs come from, so an estimate at the
 reference costs alone is that much too long there.
@@ -77,10 +77,9 @@ import numpy as np
 from particles.config import SimulationConfig
 from particles.engine import integrate, iter_frames
 from particles.errors import IntegrationError
-from particles.integrators import INTEGRATORS
 from particles.models import MODELS, build_problem, collapse
 from particles.plan import Controller, Saves, facts
-from particles.runs.estimate import Estimate, config_evaluation_seconds, estimate
+from particles.runs.estimate import Estimate, estimate
 from particles.runs.initial import initial_tokens
 
 __all__ = ["GRID_PER_DECADE", "PROBE_PAIRWISE_TOKENS", "PROBE_SECONDS", "PROBE_SEEDS",
@@ -394,7 +393,7 @@ def probe_steps(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
     IntegrationError
         The proxy's integration failed.
     """
-    if not INTEGRATORS[config.integrator].adaptive:
+    if not facts(config).adaptive:
         raise ValueError(f"integrator {config.integrator!r} takes fixed steps: nothing to probe")
     threads = numba.get_num_threads()
     numba.set_num_threads(1)  # the estimate counts one core; 64 tokens need no more
@@ -465,14 +464,15 @@ def _cost(config: SimulationConfig, pairwise: bool) -> Callable[[float], float]:
     one on all its tokens (a spectral series' fixed part included)."""
     if not pairwise:
         return lambda k: 1.0
-    full = config_evaluation_seconds(config)
-    return lambda k: config_evaluation_seconds(config, n=max(1, round(k))) / full
+    run = facts(config)
+    full = run.evaluation_cost()
+    return lambda k: run.evaluation_cost(max(1, round(k))) / full
 
 
 def machine_speed(config: SimulationConfig, *, seconds: float = SPEED_SECONDS,
                   x0: np.ndarray | None = None) -> float:
     """This machine's cost of the drift evaluations of ``config`` relative to
-    the reference costs of :mod:`particles.runs.estimate`.
+    the reference costs of :mod:`particles.fields.costs`.
 
     A proxy of the run (:func:`proxy_config`: one system of
     :data:`SPEED_TOKENS` tokens, :data:`SPEED_LINEAR_TOKENS` for an O(n)
@@ -510,7 +510,7 @@ def machine_speed(config: SimulationConfig, *, seconds: float = SPEED_SECONDS,
     proxy = proxy_config(config, tokens)
     x = None if x0 is None else np.asarray(x0).reshape(-1, config.n, config.d)[:1, :proxy.n]
     problem = build_problem(proxy, initial_tokens(proxy, x))
-    entry = INTEGRATORS[config.integrator]
+    adaptive = facts(config).adaptive
     steps = SPEED_SPECTRAL_STEPS if spectral else SPEED_STEPS
     grid = np.array([0.0, min(float(config.T), steps * float(config.dt))])
     if not grid[1] > 0:
@@ -520,7 +520,7 @@ def machine_speed(config: SimulationConfig, *, seconds: float = SPEED_SECONDS,
         t0 = time.perf_counter()
         *_, last = integrate(problem, config.integrator, Saves(grid), Controller.of(config))
         wall = time.perf_counter() - t0
-        if entry.adaptive:
+        if adaptive:
             tried = last.observables["accepted_steps"] + last.observables["rejected_steps"]
             return wall, float(tried[0])
         return wall, float(math.ceil(grid[1] / config.dt - 1e-9))
@@ -537,7 +537,7 @@ def machine_speed(config: SimulationConfig, *, seconds: float = SPEED_SECONDS,
                 best, attempts = wall, tried
     finally:
         numba.set_num_threads(threads)
-    reference = attempts * entry.evaluations * config_evaluation_seconds(proxy)
+    reference = attempts * facts(proxy).step_cost()
     return best / reference if reference > 0 else 1.0
 
 
@@ -564,7 +564,7 @@ def probed_estimate(config: SimulationConfig, *, seconds: float = PROBE_SECONDS,
         return estimate(config)
     try:
         speed = machine_speed(config, x0=x0)
-        if not INTEGRATORS[config.integrator].adaptive:
+        if not facts(config).adaptive:
             return estimate(config, speed=speed)
         probe = probe_steps(config, seconds=seconds, x0=x0)
     except IntegrationError as exc:

@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from particles.config import SimulationConfig
 from particles.errors import IntegrationError, RunFailed, RunInterrupted, SweepError
-from particles.integrators import INTEGRATORS
 from particles.io.sweep import (
     SWEEP,
     SweepHeader,
@@ -52,8 +52,9 @@ from particles.io.sweep import (
     sweep_bytes,
     sweep_error,
 )
+from particles.plan import facts
 from particles.progress import Progress
-from particles.runs.estimate import Estimate, estimate, evaluation_seconds
+from particles.runs.estimate import Estimate, estimate
 from particles.runs.probe import PROBE_SECONDS, machine_speed, probe_steps
 from particles.runs.session import Resume, Stops, stream
 from particles.sweep.aggregate import STATS, aggregate_point
@@ -165,11 +166,12 @@ def plan_tasks(spec: SweepSpec, done: np.ndarray, chunk: int,
     return tasks
 
 
-def _probed_ratios(spec: SweepSpec, bounds: list[float], probe: float) -> list[float] | None:
+def _probed_ratios(configs: list[SimulationConfig], bounds: list[float], probe: float
+                   ) -> list[float] | None:
     """Per grid point, probed adaptive steps over the bound's steps (see
-    :data:`PROBE_POINTS`), or None where the probe failed or nothing is adaptive."""
-    points = [p for p in range(spec.points)
-              if INTEGRATORS[spec.config(p).integrator].adaptive and bounds[p] > 0]
+    :data:`PROBE_POINTS`), or None where the probe failed or nothing is
+    adaptive (``bounds``: a fixed step's points have 0)."""
+    points = [p for p, bound in enumerate(bounds) if bound > 0]
     if not points:
         return None
     chosen = sorted({points[round(i)] for i in
@@ -178,23 +180,25 @@ def _probed_ratios(spec: SweepSpec, bounds: list[float], probe: float) -> list[f
     try:
         for p in chosen:
             # a sweep's systems run as ensembles, whose tokens never collapse
-            config = spec.config(p).replace(collapse_tol=0.0)
+            config = configs[p].replace(collapse_tol=0.0)
             steps = probe_steps(config, seconds=probe / len(chosen)).steps
             ratios[p] = steps / bounds[p]
     except IntegrationError:
         return None
     keys = np.array(chosen)
-    return [ratios[int(keys[np.argmin(np.abs(keys - p))])] for p in range(spec.points)]
+    return [ratios[int(keys[np.argmin(np.abs(keys - p))])] for p in range(len(configs))]
 
 
 def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0, timed: bool = False) -> Estimate:
     """Rough cost of a whole sweep (an :class:`~particles.runs.estimate.Estimate`):
     the integration of every grid point's ensemble as
     :func:`particles.runs.estimate.estimate` counts it, the statistics (about
-    one pass over the pairs per save time), the memory of one task of
-    :func:`default_chunk` systems and the size of the sweep file (as its
-    writer reserves it, :func:`particles.io.sweep.sweep_bytes`: chunks and
-    statistics included).
+    one pass over the pairs per save time, :attr:`particles.plan.Facts.pass_cost`),
+    the memory of one task of :func:`default_chunk` systems and the size of
+    the sweep file (as its writer reserves it,
+    :func:`particles.io.sweep.sweep_bytes`: chunks and statistics included).
+    Every grid point's facts (adaptive, steps, costs) are those of its plan
+    (:func:`particles.plan.facts`).
 
     Parameters
     ----------
@@ -212,9 +216,9 @@ def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0, timed: bool = False) 
     F = len(spec.times)
     chunk = default_chunk(spec, 1)
     configs = [spec.config(p) for p in range(spec.points)]
-    bounds = [estimate(c).steps if INTEGRATORS[c.integrator].adaptive else 0.0
-              for c in configs]
-    ratios = _probed_ratios(spec, bounds, probe) if probe > 0 else None
+    points = [facts(c) for c in configs]
+    bounds = [float(f.steps) if f.adaptive else 0.0 for f in points]
+    ratios = _probed_ratios(configs, bounds, probe) if probe > 0 else None
     speed = None
     if timed:
         try:
@@ -232,7 +236,7 @@ def sweep_estimate(spec: SweepSpec, *, probe: float = 0.0, timed: bool = False) 
         bound |= est.bound
         if est.basis not in bases:
             bases.append(est.basis)
-        seconds += est.seconds + F * spec.runs * evaluation_seconds(n=c.n, d=c.d) * (speed or 1)
+        seconds += est.seconds + F * spec.runs * points[p].pass_cost * (speed or 1)
         steps += est.steps
         memory = max(memory, estimate(c.replace(batch=chunk)).memory_bytes)
     out = sweep_bytes(spec.layout(), spec.points * spec.runs)

@@ -20,8 +20,9 @@ from particles_cli.main import cli
 
 import particles
 from particles.config import SimulationConfig
-from particles.engine import initial_positions, run
+from particles.engine import run
 from particles.io import TrajectoryFileError, load, read_summary
+from particles.runs.initial import initial_tokens
 
 pytestmark = pytest.mark.processes
 
@@ -112,7 +113,7 @@ def test_sigkill_leaves_a_readable_file(signalled):
     traj = load(path)
     assert traj.frames == frames and not traj.complete
     np.testing.assert_array_equal(traj.times, CONFIG.output_times()[:frames])
-    np.testing.assert_array_equal(traj.positions[0], initial_positions(CONFIG)[0])
+    np.testing.assert_array_equal(traj.positions[0], initial_tokens(CONFIG)[0])
     assert np.all(np.isfinite(traj.positions))
     result = CliRunner().invoke(cli, ["info", str(path)])
     assert result.exit_code == 0, result.output

@@ -29,7 +29,7 @@ def test_a_plan_holds_what_the_configuration_resolves_to():
 def test_facts_of_direct_and_spectral_runs():
     direct = facts(SimulationConfig(n=16, d=2, beta=2.0, seed=0))
     assert direct.summation == "direct" and not direct.series and direct.degree is None
-    assert direct.evaluation_cost() is None  # the pair-cost model of runs.estimate
+    assert direct.evaluation_cost() == 16 * 16 * (3e-9 + 2 * 0.13e-9)  # every pair
     assert direct.collapses and direct.frames == 101 and direct.evaluations == 4
     assert direct.energy.definition == ""
     series = facts(SimulationConfig(n=16, d=2, beta=2.0, seed=0, summation="spectral",
@@ -37,6 +37,27 @@ def test_facts_of_direct_and_spectral_runs():
     assert series.series and series.degree > 0
     assert series.evaluation_cost(16) > 0
     assert not series.collapses  # an ensemble's systems have their own groups
+
+
+def test_the_cost_of_a_step_is_a_fact():
+    from particles.fields import costs
+
+    sa = facts(SimulationConfig(n=16, d=3, beta=2.0, seed=0, heads=2, T=1.0, dt=0.3))
+    assert sa.evaluation_cost() == costs.pairs(16, 3, heads=2)
+    assert sa.evaluation_cost(8) == costs.pairs(8, 3, heads=2)
+    assert sa.step_cost() == 4 * sa.evaluation_cost()  # rk4
+    assert sa.pass_cost == costs.pairs(16, 3)
+    assert sa.steps == 4 and not sa.adaptive
+    sinkhorn = facts(SimulationConfig(n=16, d=3, beta=2.0, seed=0, normalization="sinkhorn",
+                                      sinkhorn_iters=5))
+    assert sinkhorn.evaluation_cost() == costs.pairs(16, 3, passes=6.0)
+    kuramoto = facts(SimulationConfig(n=16, d=2, beta=0.0, model="kuramoto", seed=0,
+                                      integrator="dopri5"))
+    assert kuramoto.evaluation_cost() == costs.tokens(16) and kuramoto.adaptive
+    assert kuramoto.step_cost() == 7 * costs.tokens(16)
+    circle = facts(SimulationConfig(n=16, d=2, beta=2.0, seed=0, summation="spectral",
+                                    tol=1e-10))
+    assert circle.evaluation_cost() == costs.series(16, 2, circle.degree)
 
 
 def test_a_fact_is_computed_once(monkeypatch):

@@ -8,13 +8,13 @@ import pytest
 
 from particles import sphere
 from particles.config import INITS, KERNEL_PARAMETERS, OMEGA_DISTRIBUTIONS, SimulationConfig
-from particles.engine import initial_positions
 from particles.fields import KERNELS, NORMALIZATIONS, check_usa_range, usa_log_bound
 from particles.fields import frequencies as frequencies_module
 from particles.fields.kernels import log_kernel_reference
 from particles.fields.kuramoto import quantile_frequencies, resolve_frequencies
 from particles.fields.weights import QK_WEIGHTS, V_WEIGHTS, is_random
 from particles.models import build_field
+from particles.runs.initial import initial_tokens
 from particles.seeds import frequencies_rng
 from particles.sphere import INITIAL_CONDITIONS
 
@@ -104,7 +104,7 @@ def test_registry_sample_is_the_runs_initial_condition(init):
 
     x = INITIAL_CONDITIONS[name].sample(3, d, float(arg) if arg else None,
                                         rng=init_rng(7), batch=2)
-    np.testing.assert_array_equal(x, initial_positions(cfg))
+    np.testing.assert_array_equal(x, initial_tokens(cfg))
 
 
 def test_initial_condition_constraints():

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from particles._numba import jit
 from particles.config import SimulationConfig
-from particles.fields import BLAS_MIN_D
+from particles.fields import BLAS_MIN_D, KERNELS
 from particles.fields.attention import attention_reference
 from particles.models import build_field
 from particles.sphere.rows import project_rows
@@ -311,7 +311,7 @@ def test_finite_exp_tiles_give_the_exact_tiles_bits(d):
             ref = np.exp(qT.T @ kT + logm[None, :] - mt[:, None])
             # (weights below 2^-1022 are flushed to 0.0)
             np.testing.assert_allclose(fast[0], ref.sum(axis=1), rtol=1e-12, atol=1e-300)
-        assert field.params[7]  # Q = K = I: the arrays above are the kernel's
+        assert field.params[KERNELS["edp"].slots["qk_identity"]]  # Q = K = I: as above
 
 
 @pytest.mark.parametrize("d", [2, 3, 4])
@@ -356,3 +356,31 @@ def test_shifts_too_large_for_the_fast_exp_take_the_exact_rows(d):
         assert np.all(np.isfinite(serial))
         np.testing.assert_allclose(serial, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max())
         np.testing.assert_array_equal(_evaluate(field, X, True), serial)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_the_parameter_slots_name_the_entries_python_reads(name):
+    """Issue 39 item 3: Python reads a drift's parameters by name, not by slot
+    number (the compiled drifts keep their positions)."""
+    from particles.fields.angle import ANGLE_SLOTS, angle_params
+    from particles.fields.kuramoto import KURAMOTO_SLOTS
+
+    kernel = KERNELS[name]
+    Q, K, V, logm = np.eye(2), 2 * np.eye(2), 3 * np.eye(2), np.zeros(4)
+    p = kernel.params(Q, K, V, logm, 1.5, True, 0.25, True, False, 0.125)
+    slots = kernel.slots
+    assert len(p) == len(slots)
+    assert p[slots["Q"]] is Q and p[slots["K"]] is K and p[slots["V"]] is V
+    assert p[slots["log_masses"]] is logm and p[slots["param"]] == 1.5
+    assert p[slots["qk_identity"]] is True and p[slots["v_identity"]] is False
+    assert p[slots["inv_mass"]] == 0.125
+    assert ("usa_shift" in slots) == kernel.time_change
+    omega = np.arange(4.0)
+    a = angle_params(4, 2.0, 0.5, omega, "n", None)
+    assert len(a) == len(ANGLE_SLOTS) and a[ANGLE_SLOTS["coupling"]] == 0.5
+    np.testing.assert_array_equal(a[ANGLE_SLOTS["omega"]], omega)
+    field = build_field(SimulationConfig(n=4, d=2, beta=0.0, model="kuramoto", coupling=0.5,
+                                         omega=tuple(omega), seed=0))
+    assert len(field.params) == len(KURAMOTO_SLOTS)
+    assert field.params[KURAMOTO_SLOTS["coupling"]] == 0.5
+    np.testing.assert_array_equal(field.params[KURAMOTO_SLOTS["omega"]], omega)

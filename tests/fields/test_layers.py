@@ -8,6 +8,7 @@ import pytest
 from particles.config import SimulationConfig
 from particles.engine import ROWS_PARALLEL_MIN_N, layer_segments, simulate
 from particles.fields import attention_reference_of, select_qkv
+from particles.fields.kuramoto import KURAMOTO_SLOTS
 from particles.fields.weights import draw_layer, draw_weights
 from particles.models import build_field
 
@@ -174,7 +175,7 @@ def test_kuramoto_systems_draw_their_own_frequencies():
     one = SimulationConfig(**{k: v for k, v in kw.items() if k != "integrator"},
                            omega="gaussian:1.0", weight_draws="independent")
     np.testing.assert_array_equal(natural_frequencies(one), omegas[0])
-    np.testing.assert_array_equal(build_field(one).params[0][0], omegas[0])
+    np.testing.assert_array_equal(build_field(one).params[KURAMOTO_SLOTS["omega"]][0], omegas[0])
     shared = simulate(**kw, batch=2, x0=np.stack([x0] * 2), omega="gaussian:1.0")
     np.testing.assert_array_equal(shared.positions[:, 0], shared.positions[:, 1])
     with pytest.raises(ValueError, match=r"^weight_draws must be 'shared'"):

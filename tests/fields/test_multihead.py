@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from particles.config import SimulationConfig
+from particles.fields import KERNELS
 from particles.models import build_field
 
 
@@ -36,7 +37,7 @@ def test_random_heads_are_independent_and_match_reference():
     n, d = 10, 4
     cfg = SimulationConfig(n=n, d=d, beta=1.0, heads=2, weights="gaussian", seed=2)
     field = build_field(cfg)
-    Qs = field.params[0]
+    Qs = field.params[KERNELS["edp"].slots["Q"]]
     assert Qs.shape == (2, d, d)
     assert not np.array_equal(Qs[0], Qs[1])
     X = np.random.default_rng(1).normal(size=(n, d))

@@ -22,7 +22,7 @@ from particles.integrators.driver import compiled_step, fixed_runner
 from particles.integrators.noise import normals_reference
 from particles.io import load
 from particles.models import build_field
-from particles.runs import run_to_file
+from particles.runs import initial_tokens, run_to_file
 from particles.seeds import noise_key, noise_keys
 
 SDE = ("em", "heun")
@@ -251,7 +251,7 @@ def test_resumed_frames_continue_the_same_brownian_path():
                    SimulationConfig(n=10, d=2, beta=0.0, model="kuramoto", coupling=1.5,
                                     omega="gaussian:0.5", T=0.4, dt=0.02, save_every=5,
                                     seed=2, noise=0.7, integrator="em")):
-        X0 = particles.engine.initial_positions(config)
+        X0 = initial_tokens(config)
         frames = list(iter_frames(config, X0))
         k = 2
         rest = list(iter_frames(config, frames[k].positions, start=k,

@@ -17,13 +17,14 @@ import numpy as np
 import pytest
 
 from particles.config import SimulationConfig
-from particles.engine import blas_guard, initial_positions, integrate, iter_frames
+from particles.engine import blas_guard, integrate, iter_frames
 from particles.errors import StepSizeWarning
 from particles.fields.angle import angle_field
 from particles.models import MODELS, Hints, Noise, Problem, build_field, build_problem
 from particles.models.kuramoto import ANGLE_INTEGRATORS, circle_points
 from particles.observables import observation
 from particles.plan import Controller, Saves
+from particles.runs.initial import initial_tokens
 
 
 def _groups(k: int, size: int):
@@ -75,7 +76,7 @@ def test_models_build_the_problems_of_a_configuration():
     for integrator in ("rk4", "em", "heun", "euler", "geodesic", "dopri5"):
         noise = 0.1 if integrator in ("em", "heun") else 0.0
         config = SimulationConfig(integrator=integrator, noise=noise, **kw)
-        X0 = initial_positions(config)
+        X0 = initial_tokens(config)
         problem = MODELS["kuramoto"].build(config, X0)
         angles = integrator in ANGLE_INTEGRATORS
         assert problem.space == ("flat" if angles else "sphere")
@@ -87,16 +88,16 @@ def test_models_build_the_problems_of_a_configuration():
         assert np.array_equal(problem.field.rates, field.rates)
         np.testing.assert_allclose(problem.to_positions(problem.state0), X0, atol=1e-14)
     sa = SimulationConfig(n=8, d=3, beta=1.0, seed=1)
-    assert build_problem(sa, initial_positions(sa)).space == "sphere"
+    assert build_problem(sa, initial_tokens(sa)).space == "sphere"
     usa = SimulationConfig(n=8, d=3, beta=1.0, model="usa", seed=1)
-    assert "n_exp_beta" in build_problem(usa, initial_positions(usa)).hints.fix
+    assert "n_exp_beta" in build_problem(usa, initial_tokens(usa)).hints.fix
 
 
 def test_iter_frames_is_integrate_of_the_models_problem():
     config = SimulationConfig(n=6, d=2, beta=0.0, model="kuramoto", omega="uniform:1",
                               T=0.4, dt=0.05, save_every=2, seed=2, batch=2,
                               weight_draws="independent")
-    X0 = initial_positions(config)
+    X0 = initial_tokens(config)
     frames = list(iter_frames(config, X0))
     saves = Saves(config.output_times(), observers=observation(config.observables, config))
     again = list(integrate(build_problem(config, X0), config.integrator, saves,

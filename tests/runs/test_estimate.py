@@ -102,6 +102,19 @@ def test_kuramoto_costs_O_n_per_evaluation():
     assert kura[0] < sa[0] / 1000
 
 
+def test_the_estimate_reads_the_steps_and_their_cost_from_the_plan(monkeypatch):
+    """Issue 39 item 2: the steps and the cost of a step are facts of the plan
+    (:class:`particles.plan.Facts`), which the estimate reads, not recomputes."""
+    from particles.plan import Facts
+
+    cfg = SimulationConfig(n=64, d=3, beta=1.0, T=1.0, dt=0.1, observables="order")
+    monkeypatch.setattr(Facts, "steps", property(lambda self: 7))
+    monkeypatch.setattr(Facts, "evaluation_cost", lambda self, n=None: 1.0)
+    est = estimate(cfg)
+    assert est.steps == 7
+    assert est.seconds == pytest.approx(7 * 4 * 1.0, rel=1e-3)  # rk4: 4 evaluations
+
+
 def test_an_unprobed_adaptive_count_is_a_bound_and_says_so():
     fixed = estimate(SimulationConfig(n=64, d=3, beta=1.0, T=1.0, integrator="rk4"))
     adaptive = estimate(SimulationConfig(n=64, d=3, beta=1.0, T=1.0, integrator="dopri5"))

@@ -9,7 +9,7 @@ import pytest
 from clitools import invoke, ok, usage_error
 
 from particles.config import SimulationConfig
-from particles.engine import initial_positions
+from particles.engine import run
 from particles.io import load, load_density
 from particles.meanfield import MeanFieldConfig, sample_density, w1_circle_density
 from particles.meanfield.kde import kde_density
@@ -46,7 +46,26 @@ def test_tokens_are_drawn_from_the_files_first_frame_with_the_seed(field):
     assert initial_tokens(config.replace(seed=5)).tobytes() != x.tobytes()
     assert w1_circle_density(angles(x), rho0) < 3 / np.sqrt(6000)  # of the file's density
     with pytest.raises(ValueError, match="drawn from a file"):
-        initial_positions(config)  # the engine reads no file
+        run(config)  # the engine reads no file
+
+
+def test_a_runs_initial_tokens_have_one_home():
+    """Issue 39 item 2: every caller above the engine takes a run's initial tokens
+    from :func:`particles.runs.initial.initial_tokens`; the engine's own draw
+    (``initial_positions``) is used by the engine and by that home only."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    homes = {root / "particles" / "engine" / "__init__.py",
+             root / "particles" / "runs" / "initial.py", Path(__file__).resolve()}
+    users = [str(path.relative_to(root))
+             for top in ("particles", "cli", "benchmarks", "figures", "tests")
+             for path in sorted((root / top).rglob("*.py"))
+             if path not in homes and re.search(r"\binitial_positions\b", path.read_text())]
+    assert users == []
+    config = SimulationConfig(n=5, d=3, beta=1.0, seed=2, batch=2, init="cap:0.5")
+    np.testing.assert_array_equal(initial_tokens(config), run(config.replace(T=0.0)).positions[0])
 
 
 def test_a_run_records_the_density_init_and_extends_bit_for_bit(field, tmp_path):

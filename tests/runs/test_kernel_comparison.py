@@ -9,9 +9,9 @@ from particles_cli.main import COMMANDS
 
 import particles.runs.kernels as kc
 from particles.config import SimulationConfig
-from particles.engine import initial_positions
 from particles.fields import KERNELS
 from particles.io import OutputPathError
+from particles.runs.initial import initial_tokens
 from particles.runs.kernels import (
     check_kernels,
     compare_kernels,
@@ -31,7 +31,7 @@ def result():
 
 def test_all_kernels_start_from_the_same_tokens(result):
     assert result.kernels == tuple(KERNELS)
-    expected = initial_positions(SimulationConfig(n=10, d=3, beta=2.0, seed=11))[0]
+    expected = initial_tokens(SimulationConfig(n=10, d=3, beta=2.0, seed=11))[0]
     np.testing.assert_array_equal(result.x0, expected)
     for run in result.runs.values():
         t = run.trajectory

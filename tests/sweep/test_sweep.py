@@ -581,6 +581,23 @@ def test_a_small_adaptive_sweep_runs_in_this_process():
     assert probed.seconds < PROCESS_MIN_SECONDS and "probes" in probed.lines()[1]
 
 
+def test_the_sweep_estimate_reads_every_grid_points_facts(monkeypatch):
+    """Issue 39 item 2: each grid point's steps and costs come from its plan
+    (:class:`particles.plan.Facts`), not from the sweep's own recomputation."""
+    from particles.plan import Facts
+
+    spec = SPEC.resolved()
+    monkeypatch.setattr(Facts, "steps", property(lambda self: 7))
+    monkeypatch.setattr(Facts, "evaluation_cost", lambda self, n=None: 0.0)
+    monkeypatch.setattr(Facts, "pass_cost", property(lambda self: 0.0))
+    est = sweep_estimate(spec)
+    assert est.steps == 7 * spec.points
+    monkeypatch.setattr(Facts, "pass_cost", property(lambda self: 1.0))
+    more = sweep_estimate(spec).seconds - est.seconds
+    # one pass a frame for the statistics, one for the energy observer
+    assert more == pytest.approx(2 * len(spec.times) * spec.runs * spec.points)
+
+
 @pytest.mark.parametrize("line", ['Q = "nope"', "Q = [[1, 2], [3]]", 'V = [["a", 1], [2, 3]]',
                                   'masses = "x"', 'masses = ["a", "b", "c", "d", "e", "f"]',
                                   "masses = [1, 2]"])
