@@ -744,12 +744,12 @@ def choose(config: RunSpec) -> str:
     :func:`costs` predicts it :data:`AUTO_GAIN` times faster than the direct
     sums (S^2 transforms of a batch run one system at a time, holding the
     interpreter, so a batch's threads count for direct only)."""
-    import numba
-
     if config.n < AUTO_MIN_N:
-        return "direct"
+        return "direct"  # decided before any import: checking a config loads no compiler
     direct, spec = costs(config.n, config.d, degree(config))
     if config.d == 3 and (config.batch or 1) > 1:
+        import numba
+
         spec *= numba.get_num_threads()
     return "spectral" if AUTO_GAIN * spec <= direct else "direct"
 

@@ -176,7 +176,8 @@ def test_ctrl_c_inside_one_long_compiled_call_stops_within_seconds(tmp_path):
     naming the file that holds frame 0."""
     env = {**ENV, "NUMBA_NUM_THREADS": "1"}  # the serial runner: no parallel region
     common = ["--d", "3", "--beta", "1", "--T", "0.01", "--dt", "0.01", "--integrator",
-              "euler", "--positions", "none", "--observables", "order", "--seed", "1"]
+              "euler", "--positions", "none", "--observables", "order", "--seed", "1",
+              "--summation", "direct"]  # the direct sums: the step lasts minutes
     warm = subprocess.run([sys.executable, "-m", "particles_cli", "simulate", "--n", "8",
                            *common, "--out", str(tmp_path / "warm.h5")], env=env,
                           capture_output=True, text=True, timeout=600)

@@ -81,8 +81,12 @@ def test_summations_resolve_and_refuse():
     spectral_run = SimulationConfig(n=64, d=2, beta=1.0, summation="spectral", tol=1e-10)
     assert SUMMATIONS["spectral"].degree(spectral_run) > 0
     assert SUMMATIONS["spectral"].series and not SUMMATIONS["direct"].series
-    assert SUMMATIONS["direct"].cost is None
+    # both price a drift evaluation in seconds; the series is the cheaper at large n
+    assert SUMMATIONS["direct"].cost(spectral_run, 64) > 0
     assert SUMMATIONS["spectral"].cost(spectral_run, 64) > 0
+    assert SUMMATIONS["spectral"].cost(spectral_run, 10**6) < SUMMATIONS["direct"].cost(
+        spectral_run, 10**6)
+    assert SUMMATIONS["auto"].cost is None  # auto resolves before anything is priced
     # auto on a run the series cannot serve resolves to direct (d = 4)
     auto = SimulationConfig(n=64, d=4, beta=1.0, summation="auto", tol=1e-10)
     assert auto.summation == "direct"

@@ -7,7 +7,7 @@ import numpy as np
 
 from particles.integrators import INTEGRATORS, dopri5
 from particles.integrators.tableaux import DOPRI5
-from particles.meanfield import solver
+from particles.meanfield import lawson
 
 
 def test_dopri5_satisfies_its_order_conditions():
@@ -33,5 +33,5 @@ def test_dopri5_satisfies_its_order_conditions():
 def test_stepper_and_mean_field_solver_read_the_same_coefficients():
     assert np.array_equal(dopri5._A, DOPRI5.a_matrix())
     assert np.array_equal(dopri5._B, DOPRI5.b) and np.array_equal(dopri5._E, DOPRI5.e)
-    assert solver._A is DOPRI5.a and solver._B is DOPRI5.b and solver._E is DOPRI5.e
-    assert np.array_equal(solver._C, DOPRI5.c)
+    assert lawson._A is DOPRI5.a and lawson._B is DOPRI5.b and lawson._E is DOPRI5.e
+    assert np.array_equal(lawson._C, DOPRI5.c)
