@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from particles.errors import invalid
-from particles.integrators import dopri5, em, euler, geodesic, heun, rk4
+from particles.integrators import dopri5, em, euler, geodesic, heun, rk4, sdirk4
 from particles.integrators._rows import SPACES
 from particles.protocols import RunSpec
 
@@ -114,6 +114,9 @@ INTEGRATORS: dict[str, Integrator] = {
                    off_sphere_stages=True),
         Integrator("geodesic", geodesic, "exponential-map midpoint on great circles, order 2"),
         Integrator("dopri5", dopri5, "adaptive Dormand-Prince 5(4), rtol/atol control",
+                   adaptive=True, off_sphere_stages=True),
+        Integrator("sdirk4", sdirk4, "L-stable implicit SDIRK 4(3), Jacobian-free Newton-Krylov: "
+                   "steps that grow on metastable plateaus, clusters contracted to round-off",
                    adaptive=True, off_sphere_stages=True),
         Integrator("em", em, "geodesic Euler-Maruyama for noise > 0, strong order 1/2 "
                    "(1 on the circle's angles)"),

@@ -39,7 +39,8 @@ def linear_flat(X, p, out, ws):
             out[i, a] = s
 
 
-STEPS = {"rk4": [0.2, 0.1, 0.05, 0.025], "dopri5": [0.2, 0.1, 0.05, 0.025]}
+STEPS = {"rk4": [0.2, 0.1, 0.05, 0.025], "dopri5": [0.2, 0.1, 0.05, 0.025],
+         "sdirk4": [0.2, 0.1, 0.05, 0.025]}
 
 
 @pytest.mark.parametrize("name", sorted(ANGLE_INTEGRATORS))

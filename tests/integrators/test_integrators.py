@@ -45,6 +45,7 @@ STEPS = {
     "geodesic": [0.04, 0.02, 0.01, 0.005],
     "rk4": [0.2, 0.1, 0.05, 0.025],
     "dopri5": [0.1, 0.05, 0.025, 0.0125],
+    "sdirk4": [0.2, 0.1, 0.05, 0.025],
     # the stochastic steppers with noise 0: their deterministic orders
     "em": [0.02, 0.01, 0.005, 0.0025],
     "heun": [0.04, 0.02, 0.01, 0.005],
