@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -115,7 +116,18 @@ def integrate(
                  guard=lambda: blas_guard(problem.field, layout),
                  state=problem.hints.state, hint=_failure_hint(entry, problem.hints))
     watch = watch or Watch()
-    counter = (Counter(problem, events.cluster_counts, steps, runner, stats, hs, watch)
+
+    @cache
+    def alone() -> tuple[Callable, dict[str, Any]]:
+        # a located system runs as a run of it alone would (its layout, whose
+        # runner is compiled on the first merge of an ensemble): the same bits
+        # as any layout, without a parallel region around one system
+        one = layout_of(problem.field, 1, state.shape[1])
+        return (runner if one == layout else _runner(problem, entry, one),
+                dict(wsize=drift_of(problem.field, one)[1],
+                     guard=lambda: blas_guard(problem.field, one)))
+
+    counter = (Counter(problem, events.cluster_counts, steps, alone, stats, hs, watch)
                if watch.clusters else None)
     if watch.locate and (counter is None or entry.stochastic):
         raise ValueError("merge events are located for deterministic systems with a "
@@ -151,14 +163,15 @@ class Counter:
     Merges are located system by system (:func:`particles.events.locate_merges`),
     only in the systems whose count dropped, each on a copy of its own state
     alone (:func:`one_system`: its row of the batch, its parameters, its
-    adaptive counters and step), so a system's merges are those a run of it
-    alone locates; the run's own state and steps are untouched.
+    adaptive counters and step; ``alone()`` gives the runner and layout a run
+    of one system takes), so a system's merges are those a run of it alone
+    locates; the run's own state and steps are untouched.
     """
 
     def __init__(self, problem: Problem, count: Callable[[np.ndarray], np.ndarray],
-                 steps: dict[str, Any], runner: Callable, stats: np.ndarray | None,
-                 hs: np.ndarray | None, watch: Watch) -> None:
-        self.problem, self.count, self.steps, self.runner = problem, count, steps, runner
+                 steps: dict[str, Any], alone: Callable[[], tuple[Callable, dict[str, Any]]],
+                 stats: np.ndarray | None, hs: np.ndarray | None, watch: Watch) -> None:
+        self.problem, self.count, self.steps, self.alone = problem, count, steps, alone
         self.stats, self.hs, self.locate = stats, hs, watch.locate
         self.until = watch.until_clusters
         self.t, self.state, self.counts = 0.0, None, None
@@ -191,13 +204,14 @@ class Counter:
 
     def advance_of(self, b: int) -> Callable[[np.ndarray, float, float], None]:
         """``advance(Y, a, b)`` of system ``b`` alone: integrate a copy of its state
-        (1, n, d) with the run's stepper, its parameters and its counters."""
-        steps = one_system(self.steps, self.problem.field.select, b)
+        (1, n, d) with the run's integrator, its parameters and its counters."""
+        runner, layout = self.alone()
+        steps = dict(one_system(self.steps, self.problem.field.select, b), **layout)
         stats = None if self.stats is None else self.stats[b:b + 1]
         hs = None if self.hs is None else self.hs[b:b + 1]
 
         def advance(Y: np.ndarray, lo: float, hi: float) -> None:
-            for _ in march(Y, np.array([lo, hi]), self.runner,
+            for _ in march(Y, np.array([lo, hi]), runner,
                            stats=None if stats is None else stats.copy(),
                            hs=None if hs is None else hs.copy(), **steps):
                 pass
@@ -310,19 +324,25 @@ def _stepper(problem: Problem, entry: Integrator, layout: str, dt: float,
     drift, space and selection, and the adaptive counters and step proposals (None
     for fixed steps, whose size is checked against the field's bounds first)."""
     field, B = problem.field, problem.batch
-    drift = drift_of(field, layout)[0]
     if not entry.adaptive:
         hints = problem.hints
         check_step_size(field.speed, dt, entry.name, moving=hints.moving, hint=hints.step,
                         stacklevel=stacklevel + 1, rates=field.rates,
                         stages_leave_sphere=entry.off_sphere_stages and problem.space == "sphere",
                         suggest_adaptive=not entry.stochastic)
-        return fixed_runner(entry.name, drift, layout, field.select, problem.space), None, None
+        return _runner(problem, entry, layout), None, None
     stats = np.zeros((B, 3), dtype=np.int64)
     if step_counts is not None:
         stats[:, :2] = np.asarray(step_counts, dtype=np.int64).reshape(B, 2)
-    runner = adaptive_runner(entry.name, drift, layout, field.select, problem.space)
-    return runner, stats, np.full(B, float(dt))
+    return _runner(problem, entry, layout), stats, np.full(B, float(dt))
+
+
+def _runner(problem: Problem, entry: Integrator, layout: str) -> Callable:
+    """The compiled runner of the integrator on the problem's drift for a layout,
+    its space and selection."""
+    field = problem.field
+    make = adaptive_runner if entry.adaptive else fixed_runner
+    return make(entry.name, drift_of(field, layout)[0], layout, field.select, problem.space)
 
 
 def _failure_hint(entry: Integrator, hints: Hints) -> str:

@@ -58,6 +58,14 @@ def test_each_systems_merges_are_those_of_a_run_of_it_alone(ensemble):
         assert rows(mine) == rows(alone.merge_events)
 
 
+@pytest.mark.parallel
+def test_merges_on_every_thread_are_the_same(ensemble):
+    """With every thread the ensemble runs its systems in parallel and a located
+    system the layout of a run of it alone: the same merges, bit for bit."""
+    _, located = ensemble
+    assert simulate(**RUN, batch=B, merge_events=True).merge_events == located.merge_events
+
+
 def test_only_the_systems_whose_count_dropped_are_located(ensemble):
     """Every drop of a system's frame counts is its chain of merges in that
     interval, and no merge lies where its count did not drop."""
