@@ -256,7 +256,8 @@ class Counter:
 
 def one_system(steps: dict[str, Any], select: Callable | None, b: int) -> dict[str, Any]:
     """The stepping options of :func:`~particles.engine.stepping.march` for system
-    ``b`` of a batch alone, on its state ``X[b:b + 1]`` with the same runner.
+    ``b`` of a batch alone, on its state ``X[b:b + 1]`` with a runner of the same
+    integrator, drift and selection.
 
     Per-system parameters (a selection ``select(p, b)``,
     :attr:`particles.fields.CompiledField.select`) stack their entries along a
