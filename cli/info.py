@@ -65,6 +65,9 @@ def info_lines(s: RunSummary) -> list[str]:
     config = s.config.to_dict()
     width = max(map(len, config))
     events = [f"merges       {s.merges} located (/events/merges)"] if s.config.merge_events else []
+    if s.passages or s.config.until_clusters is not None:
+        events.append(f"passages     {s.passages} recorded (each system's first passage to "
+                      "--until-clusters; /events/passages)")
     return [
         f"{s.path}",
         f"status       {status}",

@@ -70,6 +70,8 @@ def summary_line(s: RunResult) -> str:
         parts.append(f"energy{mean} {np.mean(energy):.6g}")
     if s.config.merge_events:
         parts.append(f"{s.merges} merge event{'s' * (s.merges != 1)} located")
+    if s.config.until_clusters is not None and s.config.batch is not None:
+        parts.append(f"{s.passages} first passage{'s' * (s.passages != 1)} recorded")
     return f"{s.frames} frames to t={time_text(s.time)} ({status}), " + ", ".join(parts)
 
 

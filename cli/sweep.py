@@ -100,12 +100,15 @@ class SweepGroup(click.Group):
               "stopped; --resume continues it.")
 @click.option("--until-clusters", type=str, hidden=True,
               help="Refused: it stops single runs (particles simulate) only.")
+@click.option("--merge-events", type=str, hidden=True,
+              help="Refused: merges are located in runs (particles simulate) only.")
 @click.pass_context
 def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | None,
           config_file: Path | None, out: Path, overwrite: bool, resume: bool, dry_run: bool,
           no_size_check: bool, keep_positions: bool, chunk: int | None, processes: int | None,
           scheduler: str | None, scheduler_file: Path | None, scheduler_timeout: float | None,
-          max_wall: float | None, until_clusters: str | None, **options: str | None) -> None:
+          max_wall: float | None, until_clusters: str | None, merge_events: str | None,
+          **options: str | None) -> None:
     """Run ensembles over a grid of parameters into one sweep file.
 
     Every simulate option takes a value, a list A,B,C or an inclusive range
@@ -122,8 +125,9 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
         return
     from particles.errors import SweepError
 
-    if until_clusters is not None:  # not recorded and ignored: refused
-        raise click.UsageError(stop_refusal("until_clusters"))
+    for name, given in (("until_clusters", until_clusters), ("merge_events", merge_events)):
+        if given is not None:  # not recorded and ignored: refused
+            raise click.UsageError(stop_refusal(name))
     given = {k: v for k, v in options.items() if v is not None}
     sweep_keys: dict = {}
     values: dict = {}

@@ -219,6 +219,9 @@ class SimulationConfig:
         Stop at the first saved frame at which every system has at most this
         many clusters (:func:`particles.events.cluster_counts`, eps 0.05); the
         run is complete there, recorded as ``stop_reason = "until_clusters"``.
+        The systems of an ensemble run on until the last gets there; each
+        one's first passage is recorded (``Trajectory.passages``,
+        ``/events/passages``), to the located merge with ``merge_events``.
     max_wall : float, optional
         Seconds of wall time after which a run pauses at its next saved frame:
         a file is kept incomplete (``stop_reason = "max_wall"``) and resuming
@@ -227,7 +230,8 @@ class SimulationConfig:
     merge_events : bool
         Locate each drop of the cluster count between saved frames by
         bisection (:mod:`particles.events`) and record the merges
-        (``Trajectory.merge_events``; ``/events/merges`` in a file).
+        (``Trajectory.merge_events``; ``/events/merges`` in a file); in an
+        ensemble, system by system (each merge carries its system).
     """
 
     n: int = field(metadata=option("Number of tokens.", int))
@@ -321,7 +325,8 @@ class SimulationConfig:
         float))
     until_clusters: int | None = field(default=None, metadata=option(
         "Stop at the first saved frame with at most this many clusters (eps = 0.05, the "
-        "analysis default; every system of an ensemble); the file is complete there and "
+        "analysis default; every system of an ensemble, each one's first passage "
+        "recorded in /events/passages); the file is complete there and "
         "the stop is recorded. Resume with a smaller value, or 'none' (no stop), to go "
         "on.", int, parse="stop", metavar="K|none"))
     max_wall: float | None = field(default=None, metadata=option(
@@ -331,7 +336,8 @@ class SimulationConfig:
     merge_events: bool = field(default=False, metadata=option(
         "Locate every drop of the cluster count (eps = 0.05) between saved frames by "
         "bisection, to the integrator's tolerance, and store the merge times in the file "
-        "(/events/merges) for analyze; one deterministic system only.", bool))
+        "(/events/merges) for analyze; per system in an ensemble; deterministic "
+        "integrators only.", bool))
 
     def __post_init__(self) -> None:
         from particles import rules  # the registries load with the first validation

@@ -4,22 +4,33 @@ Three things a long metastable run wants without dense output (DESIGN.md
 section 2: clusters persist for times of order ``exp(c beta)``):
 
 * **Merge events** (``merge_events=True``).  After every saved frame the
-  cluster count (:func:`cluster_counts`: the components at linking distance
-  :data:`~particles.observables.pairs.DEFAULT_EPS`, the analysis' default
-  detector, with its spread rule) is compared with the previous frame's.
-  Where it dropped, :func:`locate_merges` bisects the interval: it
-  integrates a copy of the earlier state to the midpoint with the run's own
-  integrator (:func:`particles.engine.integrate` hands it the stepper),
-  counts again, and keeps the half in which the count drops, until the
-  bracket is shorter than the tolerance (:func:`time_tolerance`: the
+  cluster count of every system (:func:`cluster_counts`: the components at
+  linking distance :data:`~particles.observables.pairs.DEFAULT_EPS`, the
+  analysis' default detector, with its spread rule) is compared with the
+  previous frame's.  Where it dropped, :func:`locate_merges` bisects the
+  interval: it integrates a copy of the earlier state to the midpoint with
+  the run's own integrator (:func:`particles.engine.integrate` hands it the
+  stepper), counts again, and keeps the half in which the count drops, until
+  the bracket is shorter than the tolerance (:func:`time_tolerance`: the
   adaptive integrator's ``rtol`` relative to the time, or one fixed step).
-  Several merges in one interval are located one after the other.  The run
+  Several merges in one interval are located one after the other.  In an
+  ensemble only the systems whose count dropped are located, each alone (a
+  copy of its own state, parameters and adaptive step: the times a run of
+  that system alone locates), and each merge carries its system.  The run
   itself is not touched: its frames are the same bits with or without
   events.  A count that rises (a spread start forming clusters, count 0 ->
-  k, or tokens drifting past eps) is no merge.
+  k, or tokens drifting past eps) is no merge.  Noise is refused: locating
+  integrates a stretch again in other steps, which would draw another path.
 * **until_clusters K.**  The run ends at the first saved frame at which
   every system has between 1 and K clusters; it is complete there (its
   file's ``stop_reason`` says so, and holds fewer frames than ``T`` asks).
+  The systems of an ensemble are not frozen when they get there (the frames
+  are the bits of a run without the stop, and the observables go on
+  meaning what they say): they run on until the last one does, and each
+  one's first passage is recorded (:class:`~particles.trajectory.Passage`:
+  the first frame with between 1 and K clusters, and the time, which with
+  merge events is that of the merge that took it there, to the
+  integrator's tolerance: first-passage times per system).
 * **max_wall S.**  The run pauses at the first saved frame reached after S
   seconds of wall time (counted from the start of this session, not of the
   run: a resumed run gets a new budget).
@@ -108,6 +119,7 @@ def locate_merges(
     t1: float,
     after: int,
     tol: Callable[[float], float],
+    system: int = 0,
 ) -> list[Merge]:
     """The merges between two saved frames of one system, by bisection.
 
@@ -133,6 +145,8 @@ def locate_merges(
         ``1 <= after < before``.
     tol : callable
         ``tol(t)``: the bracket length at which a merge near ``t`` is located.
+    system : int
+        The system's index in its ensemble (recorded in each merge).
 
     Returns
     -------
@@ -154,7 +168,7 @@ def locate_merges(
                 hi, X_hi, c_hi = mid, Y, c
             else:
                 lo, X_lo = mid, Y
-        found.append(Merge(float(hi), int(before), int(c_hi)))
+        found.append(Merge(float(hi), int(before), int(c_hi), int(system)))
         if c_hi <= after or hi >= t1:
             break
         t0, X0, before = hi, X_hi, c_hi  # more merges after this one

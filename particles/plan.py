@@ -117,7 +117,7 @@ class Watch:
         count, or merge events, need them).
     locate : bool
         Whether the drops of the count between frames are located by bisection
-        (merge events; one deterministic system).
+        (merge events; deterministic integrators, system by system).
     until_clusters : int, optional
         Stop at the first frame with at most this many clusters.
     max_wall : float, optional

@@ -70,8 +70,8 @@ def _weights_rules(spec: RunSpec) -> None:
 
 def _merge_events_rules(spec: RunSpec) -> None:
     """Merge events are located by bisection, which integrates a stretch again
-    in other steps: a noise path drawn per step would change, and an
-    ensemble's systems merge at different times."""
+    in other steps: a noise path drawn per step would change.  (An ensemble's
+    systems are located one by one, each alone.)"""
     if not spec.merge_events:
         return
     if spec.noise > 0:
@@ -81,16 +81,13 @@ def _merge_events_rules(spec: RunSpec) -> None:
         raise invalid("merge_events", f"False with the stochastic integrator "
                       f"{spec.integrator!r} (merge events are located with a deterministic "
                       "one: rk4, dopri5, ...)", True)
-    if (spec.batch or 1) > 1:
-        raise invalid("merge_events", "False for an ensemble (merge events are located for "
-                      "one system; analyze an ensemble's saved frames)", True)
 
 
 #: the weight ensembles' rules (given matrices, layers, per-system draws).
 WEIGHTS = Rule("weights", _weights_rules)
 #: ``collapse_tol`` set only where collapsing is exact (:func:`particles.models.collapse.check`).
 COLLAPSE = Rule("collapse_tol", collapse.check)
-#: merge events of one deterministic system.
+#: merge events of deterministic systems.
 MERGE_EVENTS = Rule("merge_events", _merge_events_rules)
 
 

@@ -1,8 +1,10 @@
-"""The result objects of a run: :class:`Trajectory`, its :class:`Frame` and the
-:class:`Merge` events located while it ran."""
+"""The result objects of a run: :class:`Trajectory`, its :class:`Frame`, the
+:class:`Merge` events located while it ran and the :class:`Passage` of each
+system to ``until_clusters``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +54,69 @@ MERGE_COLUMNS: dict[str, type] = {"time": np.float64, "before": np.int64, "after
 
 
 @dataclass(frozen=True)
+class Passage:
+    """The first time a system was seen with between 1 and ``until`` clusters
+    (a run with ``until_clusters=until``).
+
+    Attributes
+    ----------
+    system : int
+        System index (0 for a single system).
+    until : int
+        The ``until_clusters`` in force when it was recorded.
+    frame : int
+        The first saved frame at which the system had between 1 and ``until``
+        clusters.
+    time : float
+        When it got there: the located merge that brought its count to
+        ``until`` or fewer (``merge_events=True``), else the time of
+        ``frame`` (it got there after the frame before).  The time of frame 0
+        for a system there from the start; NaN when it was there at the frame a resumed
+        run continued from, a resume that changed ``until_clusters``: it got
+        there at or before that frame, when is not recorded.
+    """
+
+    system: int
+    until: int
+    frame: int
+    time: float
+
+    @staticmethod
+    def columns(passages: tuple[Passage, ...] | list[Passage]) -> dict[str, np.ndarray]:
+        """Passages as columns :data:`PASSAGE_COLUMNS` (a file's datasets, a table's)."""
+        return {name: np.array([getattr(p, name) for p in passages], dtype=dtype)
+                for name, dtype in PASSAGE_COLUMNS.items()}
+
+
+#: the columns of a table of passages and their types.
+PASSAGE_COLUMNS: dict[str, type] = {"system": np.int64, "until": np.int64, "frame": np.int64,
+                                    "time": np.float64}
+
+
+def first_passages(passages: Iterable[Passage],
+                   seen: set[tuple[int, int]] | None = None) -> list[Passage]:
+    """The passages not recorded before: the first of each ``(system, until)``.
+
+    A run reports a system again where it cannot know that it was recorded
+    (the frame a resumed run continues from); the first record stands.
+
+    Parameters
+    ----------
+    passages : iterable of Passage
+        In the order recorded.
+    seen : set of (int, int), optional
+        ``(system, until)`` pairs recorded before; updated with the new ones.
+    """
+    seen = set() if seen is None else seen
+    out = []
+    for p in passages:
+        if (p.system, p.until) not in seen:
+            seen.add((p.system, p.until))
+            out.append(p)
+    return out
+
+
+@dataclass(frozen=True)
 class Trajectory:
     """Saved frames of a run (returned by ``simulate`` and ``load``).
 
@@ -75,7 +140,11 @@ class Trajectory:
         Why the run ended before its last save time (a key of
         :data:`STOP_REASONS`), or "".
     merge_events : tuple of Merge
-        The merges located while it ran (``merge_events=True``), in time order.
+        The merges located while it ran (``merge_events=True``), in time order
+        (systems of an ensemble interleaved; each carries its system).
+    passages : tuple of Passage
+        Each system's first passage to ``until_clusters`` (a run with a stop at
+        a cluster count), in the order of their frames.
     """
 
     times: np.ndarray
@@ -86,6 +155,7 @@ class Trajectory:
     complete: bool = True
     stop_reason: str = ""
     merge_events: tuple[Merge, ...] = ()
+    passages: tuple[Passage, ...] = ()
 
     @property
     def frames(self) -> int:
@@ -212,7 +282,10 @@ class Frame:
     clusters : ndarray of int64, shape (batch,), optional
         Cluster counts (eps 0.05), when a stop or the merge events asked for them.
     merges : tuple of Merge
-        Merges located between the previous frame and this one.
+        Merges located between the previous frame and this one, in time order.
+    passages : tuple of Passage
+        Systems that reached ``until_clusters`` at this frame (or at the frame
+        a run starts from).
     stop : str
         Set on the last frame of a run that stops early (a key of
         :data:`STOP_REASONS`).
@@ -225,4 +298,5 @@ class Frame:
     observables: dict[str, np.ndarray]
     clusters: np.ndarray | None = None
     merges: tuple[Merge, ...] = ()
+    passages: tuple[Passage, ...] = ()
     stop: str = ""

@@ -58,8 +58,8 @@ from particles.io.analysis import (  # noqa: F401 (ANALYSIS_GROUP: particles.ana
     table_datasets,
     write_analysis_group,
 )
-from particles.io.h5md import read_merge_events
-from particles.trajectory import Merge
+from particles.io.h5md import read_merge_events, read_passages
+from particles.trajectory import Merge, Passage
 
 
 @dataclass
@@ -100,6 +100,9 @@ class AnalysisResult:
         The merges the run located while it ran (``merge_events=True``:
         cluster counts at eps 0.05, times to the integrator's tolerance,
         :mod:`particles.events`), read from the trajectory; empty otherwise.
+    passages : tuple of Passage
+        Each system's first passage to ``until_clusters`` (a run with that
+        stop, :class:`~particles.trajectory.Passage`); empty otherwise.
     """
 
     times: np.ndarray
@@ -119,6 +122,7 @@ class AnalysisResult:
     fourier_modulus: np.ndarray | None = None
     harmonic_power: np.ndarray | None = None
     located: tuple[Merge, ...] = ()
+    passages: tuple[Passage, ...] = ()
 
     @property
     def batch(self) -> int | None:
@@ -166,7 +170,8 @@ class AnalysisResult:
 
         Parameters
         ----------
-        table : {"merges", "splits", "plateaus", "timescales", "frames", "located"}
+        table : {"merges", "splits", "plateaus", "timescales", "frames", "located", \
+                 "passages"}
             ``merges``: one row per absorbed cluster (system, frame, time,
             into, absorbed, size_into, size_absorbed, phase: "fast" before the
             system's formation time, "slow" after, "unformed" when its
@@ -176,7 +181,9 @@ class AnalysisResult:
             ``frames``: one row per frame and system (frame, time, system,
             cluster_count, spread, mass_count, fourier_mode and
             fourier_modulus where computed, and every scalar); ``located``:
-            the merges the run located (system, time, before, after).
+            the merges the run located (system, time, before, after);
+            ``passages``: the systems' first passages to ``until_clusters``
+            (system, until, frame, time).
 
         Returns
         -------
@@ -193,11 +200,14 @@ class AnalysisResult:
             raise ImportError(
                 "to_dataframe needs pandas: pip install 'attention-particles[tables]'"
             ) from None
-        tables = ("merges", "splits", "plateaus", "timescales", "frames", "located")
+        tables = ("merges", "splits", "plateaus", "timescales", "frames", "located",
+                  "passages")
         if table not in tables:
             raise ValueError(f"table must be one of {', '.join(tables)}, got {table!r}")
         if table == "located":
             return pd.DataFrame(Merge.columns(self.located))
+        if table == "passages":
+            return pd.DataFrame(Passage.columns(self.passages))
         if table == "frames":
             counts = np.asarray(self.counts)
             B = 1 if counts.ndim == 1 else counts.shape[1]
@@ -388,6 +398,7 @@ def analyze(
         fourier_modulus=modulus,
         harmonic_power=power,
         located=tuple(getattr(trajectory, "merge_events", ())),
+        passages=tuple(getattr(trajectory, "passages", ())),
     )
 
 
@@ -528,15 +539,16 @@ def read_analysis(path: str | os.PathLike) -> AnalysisResult:
     systems = batch or 1
     ts = [find_timescales([p for p in plateaus if p.system == b], system=b) for b in range(systems)]
     fourier = stored.group("fourier") if "fourier/mode" in stored.datasets else {}
-    try:  # the run's own located merges, when the file is its trajectory
-        located = read_merge_events(path)
+    try:  # the run's own located merges and passages, when the file is its trajectory
+        located, passages = read_merge_events(path), read_passages(path)
     except ValueError:
-        located = ()
+        located, passages = (), ()
     return AnalysisResult(
         times, counts, labels, scalars, edges, hist, merges, splits, plateaus, ts, settings, info,
         mass_counts=stored.datasets.get("mass_count"), fourier_mode=fourier.get("mode"),
         fourier_modulus=fourier.get("modulus"),
         harmonic_power=stored.datasets.get("harmonics/power"), located=located,
+        passages=passages,
     )
 
 

@@ -4,7 +4,8 @@
 the header line (:func:`header_line`), the cluster counts at chosen times
 (:func:`count_table`: one system, or an ensemble's distribution), the time
 scales (:func:`timescale_lines`), the merges (:func:`merge_lines`), the
-merges located while the run ran (:func:`located_lines`) and the splits.
+merges located while the run ran (:func:`located_lines`), the systems'
+passages to ``until_clusters`` (:func:`passage_lines`) and the splits.
 Each takes the result (an :class:`~particles.analysis.AnalysisResult`, typed
 ``Any`` here: this module sits below :mod:`particles.analysis.report`, which
 imports it) and returns lines of text.
@@ -31,6 +32,7 @@ __all__ = [
     "located_lines",
     "merge_lines",
     "merge_phase",
+    "passage_lines",
     "summary_text",
     "timescale_lines",
 ]
@@ -54,6 +56,9 @@ def summary_text(result: Any, times: Any = None, max_merges: int = 40) -> str:
     if result.located:
         lines.append("")
         lines += located_lines(result, max_merges)
+    if result.passages:
+        lines.append("")
+        lines += passage_lines(result, max_merges)
     if result.splits:
         lines.append(f"splits: {len(result.splits)} (tokens drifted past eps)")
     return "\n".join(lines)
@@ -245,16 +250,36 @@ def _hidden_merges_line(phases: list[str]) -> str:
 
 
 def located_lines(result: Any, max_merges: int) -> list[str]:
-    """The merges the run located, each with the saved frames around it."""
+    """The merges the run located, each with the saved frames around it (and its
+    system, in an ensemble)."""
     located, times = result.located, result.times
+    ensemble = result.batch is not None
     lines = [f"merges located while it ran ({len(located)}; eps "
-             f"{value_text(DEFAULT_EPS)} rad, to the integrator's tolerance): time, "
-             "clusters before -> after, between saved frames"]
+             f"{value_text(DEFAULT_EPS)} rad, to the integrator's tolerance): "
+             + ("system, " if ensemble else "")
+             + "time, clusters before -> after, between saved frames"]
     for m in located[:max_merges]:
         k = int(np.searchsorted(times, m.time, side="left"))
         lo = time_text(times[k - 1]) if k > 0 else "-"
         hi = time_text(times[k]) if k < times.size else "-"
-        lines.append(f"  t={m.time:<12.6g}  {m.before:>4d} -> {m.after:<4d}  ({lo}, {hi}]")
+        system = f"  {m.system:>4d}" if ensemble else ""
+        lines.append(f"{system}  t={m.time:<12.6g}  {m.before:>4d} -> {m.after:<4d}  "
+                     f"({lo}, {hi}]")
     if len(located) > max_merges:
         lines.append(f"  ... {len(located) - max_merges} more (to_dataframe('located'))")
+    return lines
+
+
+def passage_lines(result: Any, max_rows: int) -> list[str]:
+    """Each system's first passage to ``until_clusters`` (per value it had)."""
+    passages, times = result.passages, result.times
+    lines = [f"first passages to until_clusters ({len(passages)}): until, system, time "
+             "(a located merge, else the first saved frame there), frame"]
+    for p in passages[:max_rows]:
+        when = "before it (not recorded)" if np.isnan(p.time) else f"t={p.time:.6g}"
+        frame = time_text(times[p.frame]) if p.frame < times.size else "-"
+        lines.append(f"  {p.until:>4d}  {p.system:>4d}  {when:<24}  frame {p.frame} "
+                     f"(t={frame})")
+    if len(passages) > max_rows:
+        lines.append(f"  ... {len(passages) - max_rows} more (to_dataframe('passages'))")
     return lines

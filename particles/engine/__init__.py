@@ -62,7 +62,7 @@ from particles.plan import Controller, Plan, Saves, Start, Watch, plan
 from particles.progress import Progress
 from particles.seeds import init_rng, noise_keys, seed_sequences
 from particles.sphere.checks import unit_rows
-from particles.trajectory import Frame, Trajectory
+from particles.trajectory import Frame, Trajectory, first_passages
 
 __all__ = ["POPULATION_AT_RISK", "ROWS_PARALLEL_MIN_N", "STEP_LIMIT", "Controller", "Frame",
            "Saves", "Start", "Watch", "blas_guard",
@@ -229,6 +229,7 @@ def collect(config: SimulationConfig, frames: list[Frame], *, complete: bool) ->
         complete=complete and stop != "max_wall",  # a paused run did not end
         stop_reason=stop,
         merge_events=tuple(m for f in frames for m in f.merges),
+        passages=tuple(first_passages(p for f in frames for p in f.passages)),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from particles.integrators.driver import (
 from particles.integrators.noise import no_keys
 from particles.models import Hints, Problem
 from particles.plan import Controller, Saves, Start, Watch
-from particles.trajectory import Frame
+from particles.trajectory import Frame, Merge, Passage
 
 
 def integrate(
@@ -61,10 +62,12 @@ def integrate(
         whether an adaptive step carries over to the next interval.
     watch : Watch, optional
         With ``clusters``, every frame carries its cluster counts
-        (:func:`particles.events.cluster_counts`); with ``locate`` as well
-        (one system, a deterministic integrator) the drops of the count
+        (:func:`particles.events.cluster_counts`) and, with
+        ``until_clusters``, the systems' passages there; with ``locate`` as
+        well (a deterministic integrator) the drops of each system's count
         between frames are located (:func:`particles.events.locate_merges`,
-        integrating copies of the state; the run's own bits are unchanged).
+        integrating copies of that system's state; the run's own bits are
+        unchanged).
     start : Start, optional
         The save time the problem's state is at (with index 0 the first frame
         is yielded too), the step counter and the adaptive step counts there
@@ -82,7 +85,8 @@ def integrate(
     Frame
         Positions ``problem.to_positions(state)`` (batch, n, d), the
         observers' values, and ``accepted_steps``, ``rejected_steps`` of
-        adaptive integrators; ``clusters`` and ``merges`` with ``watch.clusters``.
+        adaptive integrators; ``clusters``, ``merges`` and ``passages`` with
+        ``watch.clusters``.
 
     Raises
     ------
@@ -112,10 +116,21 @@ def integrate(
                  guard=lambda: blas_guard(problem.field, layout),
                  state=problem.hints.state, hint=_failure_hint(entry, problem.hints))
     watch = watch or Watch()
-    counter = (Counter(problem, events.cluster_counts, steps, runner, stats, hs, watch.locate)
+
+    @cache
+    def alone() -> tuple[Callable, dict[str, Any]]:
+        # a located system runs as a run of it alone would (its layout, whose
+        # runner is compiled on the first merge of an ensemble): the same bits
+        # as any layout, without a parallel region around one system
+        one = layout_of(problem.field, 1, state.shape[1])
+        return (runner if one == layout else _runner(problem, entry, one),
+                dict(wsize=drift_of(problem.field, one)[1],
+                     guard=lambda: blas_guard(problem.field, one)))
+
+    counter = (Counter(problem, events.cluster_counts, steps, alone, stats, hs, watch)
                if watch.clusters else None)
-    if watch.locate and (counter is None or B != 1 or entry.stochastic):
-        raise ValueError("merge events are located for one deterministic system with a "
+    if watch.locate and (counter is None or entry.stochastic):
+        raise ValueError("merge events are located for deterministic systems with a "
                          "cluster count")
 
     def frame(index: int, step: int, X: np.ndarray) -> Frame:
@@ -127,7 +142,7 @@ def integrate(
         return fr if counter is None else counter.seen(fr, state)
 
     if counter is not None:
-        counter.mark(float(times[start.index]), state)
+        counter.mark(start.index, float(times[start.index]), state)
     if start.index == 0:
         first = problem.positions0
         yield frame(0, start.step, problem.to_positions(state) if first is None else first)
@@ -142,16 +157,25 @@ def integrate(
 
 
 class Counter:
-    """The cluster counts of :func:`integrate`'s frames, and with ``locate`` the
-    merges between them (:func:`particles.events.locate_merges` on copies of the
-    state, with copies of the adaptive counters: the run's own steps are untouched)."""
+    """The cluster counts of :func:`integrate`'s frames, the systems' passages to
+    ``until_clusters``, and with ``locate`` the merges between frames.
+
+    Merges are located system by system (:func:`particles.events.locate_merges`),
+    only in the systems whose count dropped, each on a copy of its own state
+    alone (:func:`one_system`: its row of the batch, its parameters, its
+    adaptive counters and step; ``alone()`` gives the runner and layout a run
+    of one system takes), so a system's merges are those a run of it alone
+    locates; the run's own state and steps are untouched.
+    """
 
     def __init__(self, problem: Problem, count: Callable[[np.ndarray], np.ndarray],
-                 steps: dict[str, Any], runner: Callable, stats: np.ndarray | None,
-                 hs: np.ndarray | None, locate: bool) -> None:
-        self.problem, self.count, self.steps, self.runner = problem, count, steps, runner
-        self.stats, self.hs, self.locate = stats, hs, locate
+                 steps: dict[str, Any], alone: Callable[[], tuple[Callable, dict[str, Any]]],
+                 stats: np.ndarray | None, hs: np.ndarray | None, watch: Watch) -> None:
+        self.problem, self.count, self.steps, self.alone = problem, count, steps, alone
+        self.stats, self.hs, self.locate = stats, hs, watch.locate
+        self.until = watch.until_clusters
         self.t, self.state, self.counts = 0.0, None, None
+        self.starting: tuple[Passage, ...] = ()
 
     def counts_of(self, state: np.ndarray) -> np.ndarray:
         return np.asarray(self.count(self.problem.to_positions(state)), dtype=np.int64)
@@ -162,29 +186,115 @@ class Counter:
         return events.time_tolerance(t, adaptive=steps["adaptive"], rtol=steps["rtol"],
                                      dt=steps["dt"])
 
-    def mark(self, t: float, state: np.ndarray) -> None:
-        """Remember the state at ``t`` (the start of the next interval) and its counts."""
+    def mark(self, index: int, t: float, state: np.ndarray) -> None:
+        """Remember the state at frame ``index``, time ``t`` (the start of the next
+        interval) and its counts; the systems already within ``until_clusters``
+        pass there (at ``t`` from frame 0; at a resume point, since a time
+        not known here: NaN, which a record of the file made before wins)."""
         self.t, self.counts = t, self.counts_of(state)
         self.state = state.copy() if self.locate else None
+        if self.until is not None:
+            when = t if index == 0 else np.nan
+            self.starting = tuple(Passage(int(b), self.until, index, when)
+                                  for b in np.flatnonzero(self.within(self.counts)))
 
-    def advance(self, Y: np.ndarray, a: float, b: float) -> None:
-        """Integrate a copy of the state from ``a`` to ``b`` with the run's stepper."""
-        stats = None if self.stats is None else self.stats.copy()
-        hs = None if self.hs is None else self.hs.copy()
-        for _ in march(Y, np.array([a, b]), self.runner, stats=stats, hs=hs, **self.steps):
-            pass
+    def within(self, counts: np.ndarray) -> np.ndarray:
+        """Which systems have between 1 and ``until_clusters`` clusters, (batch,) bool."""
+        return (counts >= 1) & (counts <= self.until)
+
+    def advance_of(self, b: int) -> Callable[[np.ndarray, float, float], None]:
+        """``advance(Y, a, b)`` of system ``b`` alone: integrate a copy of its state
+        (1, n, d) with the run's integrator, its parameters and its counters."""
+        runner, layout = self.alone()
+        steps = dict(one_system(self.steps, self.problem.field.select, b), **layout)
+        stats = None if self.stats is None else self.stats[b:b + 1]
+        hs = None if self.hs is None else self.hs[b:b + 1]
+
+        def advance(Y: np.ndarray, lo: float, hi: float) -> None:
+            for _ in march(Y, np.array([lo, hi]), runner,
+                           stats=None if stats is None else stats.copy(),
+                           hs=None if hs is None else hs.copy(), **steps):
+                pass
+
+        return advance
+
+    def located(self, before: np.ndarray, now: np.ndarray, state: np.ndarray, t: float
+                ) -> list[Merge]:
+        """The merges between the remembered frame and ``state`` at ``t``, in time
+        order, of every system whose count dropped."""
+        found: list[Merge] = []
+        for b in np.flatnonzero((now >= 1) & (now < before)):
+            found += events.locate_merges(
+                self.advance_of(int(b)), lambda Y: int(self.counts_of(Y)[0]),
+                self.state[b:b + 1], self.t, int(before[b]), state[b:b + 1], t, int(now[b]),
+                self.tolerance, system=int(b))
+        return sorted(found, key=lambda m: (m.time, m.system))
+
+    def passages(self, index: int, t: float, before: np.ndarray, now: np.ndarray,
+                 merges: list[Merge]) -> tuple[Passage, ...]:
+        """The systems that entered ``1..until_clusters`` at frame ``index``: at the
+        located merge that took them there, else at the frame's time."""
+        if self.until is None:
+            return ()
+        out, self.starting = list(self.starting), ()
+        for b in np.flatnonzero(self.within(now) & ~self.within(before)):
+            when = next((m.time for m in merges
+                         if m.system == b and 1 <= m.after <= self.until), t)
+            out.append(Passage(int(b), self.until, index, float(when)))
+        return tuple(out)
 
     def seen(self, fr: Frame, state: np.ndarray) -> Frame:
-        """The frame with its counts (and the merges since the last one)."""
+        """The frame with its counts (and the merges and passages since the last one)."""
         before, now = self.counts, np.asarray(self.count(fr.positions), dtype=np.int64)
-        merges: tuple = ()
-        if self.locate and fr.time > self.t:
-            merges = tuple(events.locate_merges(
-                self.advance, lambda Y: int(self.counts_of(Y)[0]), self.state, self.t,
-                int(before[0]), state, fr.time, int(now[0]), self.tolerance))
+        merges = (self.located(before, now, state, fr.time)
+                  if self.locate and fr.time > self.t else [])
+        passages = self.passages(fr.index, fr.time, before, now, merges)
         self.t, self.counts = fr.time, now
         self.state = state.copy() if self.locate else None
-        return dataclasses.replace(fr, clusters=now, merges=merges)
+        return dataclasses.replace(fr, clusters=now, merges=tuple(merges), passages=passages)
+
+
+def one_system(steps: dict[str, Any], select: Callable | None, b: int) -> dict[str, Any]:
+    """The stepping options of :func:`~particles.engine.stepping.march` for system
+    ``b`` of a batch alone, on its state ``X[b:b + 1]`` with a runner of the same
+    integrator, drift and selection.
+
+    Per-system parameters (a selection ``select(p, b)``,
+    :attr:`particles.fields.CompiledField.select`) stack their entries along a
+    leading batch axis; ``select`` picks entry ``i`` as ``p[i][b]``, so the
+    entries it returns with one axis fewer are those narrowed here to
+    ``p[i][b:b + 1]``: the runner then hands the one system ``select(p', 0)``,
+    system ``b``'s own parameters (layers' too).  Shared parameters and
+    everything else stay; the noise keys are narrowed to ``b``'s.
+
+    Parameters
+    ----------
+    steps : dict
+        The run's options of ``march`` (``params``, ``layer_params``, ``keys``, ...).
+    select : numba dispatcher or None
+        The field's selection (None: every system runs with ``params``).
+    b : int
+        The system.
+
+    Returns
+    -------
+    dict
+        A copy of ``steps`` for a batch of one.
+    """
+    out = dict(steps, keys=steps["keys"][b:b + 1])
+    if select is None:
+        return out
+
+    def narrow(p: tuple) -> tuple:
+        picked = select(p, b)
+        return tuple(full[b:b + 1] if np.ndim(one) < np.ndim(full) else full
+                     for full, one in zip(p, picked, strict=True))
+
+    inner = steps["layer_params"]
+    out["params"] = narrow(steps["params"])
+    if inner is not None:
+        out["layer_params"] = lambda layer: narrow(inner(layer))
+    return out
 
 
 def _noisy(problem: Problem, entry: Integrator
@@ -215,19 +325,25 @@ def _stepper(problem: Problem, entry: Integrator, layout: str, dt: float,
     drift, space and selection, and the adaptive counters and step proposals (None
     for fixed steps, whose size is checked against the field's bounds first)."""
     field, B = problem.field, problem.batch
-    drift = drift_of(field, layout)[0]
     if not entry.adaptive:
         hints = problem.hints
         check_step_size(field.speed, dt, entry.name, moving=hints.moving, hint=hints.step,
                         stacklevel=stacklevel + 1, rates=field.rates,
                         stages_leave_sphere=entry.off_sphere_stages and problem.space == "sphere",
                         suggest_adaptive=not entry.stochastic)
-        return fixed_runner(entry.name, drift, layout, field.select, problem.space), None, None
+        return _runner(problem, entry, layout), None, None
     stats = np.zeros((B, 3), dtype=np.int64)
     if step_counts is not None:
         stats[:, :2] = np.asarray(step_counts, dtype=np.int64).reshape(B, 2)
-    runner = adaptive_runner(entry.name, drift, layout, field.select, problem.space)
-    return runner, stats, np.full(B, float(dt))
+    return _runner(problem, entry, layout), stats, np.full(B, float(dt))
+
+
+def _runner(problem: Problem, entry: Integrator, layout: str) -> Callable:
+    """The compiled runner of the integrator on the problem's drift for a layout,
+    its space and selection."""
+    field = problem.field
+    make = adaptive_runner if entry.adaptive else fixed_runner
+    return make(entry.name, drift_of(field, layout)[0], layout, field.select, problem.space)
 
 
 def _failure_hint(entry: Integrator, hints: Hints) -> str:

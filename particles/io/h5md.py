@@ -30,14 +30,27 @@ Layout (https://www.nongnu.org/h5md/, version 1.1)::
     /events/merges                 only with merge_events: the located merges
         time    float64 (merges,)             first time seen with fewer clusters
         before, after  int64 (merges,)        cluster counts either side
-        system  int64   (merges,)             0 (one system)
+        system  int64   (merges,)             the system (0: one system); rows in
+                                              time order, systems interleaved
                                    eps (linking distance of the counts, radians)
+    /events/passages               only with until_clusters: each system's first
+                                   passage to at most until_clusters clusters
+        system  int64   (passages,)
+        until   int64   (passages,)           the until_clusters it answers
+        frame   int64   (passages,)           first frame seen there
+        time    float64 (passages,)           the located merge (merge_events), else
+                                              the frame's time; NaN: there at a resume
+                                              point, since a time not recorded
+                                   eps (as above)
 
 A run stopped by ``until_clusters`` is complete with fewer frames than its
 ``T`` asks (``stop_reason`` says why); one paused by ``max_wall`` is
-incomplete, and ``--resume`` continues it.  Merge events are written before
-the frames they precede; readers keep those up to the last frame's time, and
-reopening cuts the others (a kill between the two writes).
+incomplete, and ``--resume`` continues it.  Events are written before the
+frames they precede; readers keep the merges up to the last frame's time and
+the passages up to the last frame, and reopening cuts the others (a kill
+between the two writes).  A passage is written once per system and
+``until_clusters`` (a resume does not repeat those on disk; one that changes
+``until_clusters`` adds the new value's).
 
 Positions kept (``config.positions``, :data:`particles.config.POSITIONS`).
 With ``"all"`` (the default) the layout is the one above.  With ``"final"``
@@ -119,12 +132,22 @@ from particles.io.hdf5 import (
 from particles.io.kinds import Example, refusal, register
 from particles.observables.pairs import DEFAULT_EPS
 from particles.plan import facts
-from particles.trajectory import MERGE_COLUMNS, STOP_REASONS, Frame, Merge, Trajectory
+from particles.trajectory import (
+    MERGE_COLUMNS,
+    PASSAGE_COLUMNS,
+    STOP_REASONS,
+    Frame,
+    Merge,
+    Passage,
+    Trajectory,
+    first_passages,
+)
 
 __all__ = [
     "FLUSH_INTERVAL",
     "GROUP",
     "MERGES",
+    "PASSAGES",
     "TRAJECTORY",
     "RunSummary",
     "TrajectoryFileError",
@@ -138,6 +161,7 @@ __all__ = [
     "read_first_frame",
     "read_merge_events",
     "read_observables",
+    "read_passages",
     "read_summary",
     "run_bytes",
     "write_config",
@@ -150,6 +174,9 @@ _POSITION = f"particles/{GROUP}/position"
 
 #: the group of located merges (``merge_events=True``) and its datasets.
 MERGES = "events/merges"
+
+#: the group of the systems' first passages to ``until_clusters`` and its datasets.
+PASSAGES = "events/passages"
 
 
 @dataclass(frozen=True)
@@ -183,6 +210,9 @@ class RunSummary(FrameCounts):
         :data:`~particles.trajectory.STOP_REASONS`), or "".
     merges : int
         Merge events stored (``merge_events=True``), up to the last frame.
+    passages : int
+        Systems' passages to ``until_clusters`` stored, up to the last frame
+        (for every value it had).
     summation_auto : bool
         Whether ``summation="auto"`` chose the spectral sums the file records
         (``config.summation`` is the choice; a resume keeps it).
@@ -200,6 +230,7 @@ class RunSummary(FrameCounts):
     final_observables: dict[str, float | np.ndarray]
     stop_reason: str = ""
     merges: int = 0
+    passages: int = 0
     summation_auto: bool = False
 
     def describe(self) -> str:
@@ -373,28 +404,53 @@ def _frame_time(f: h5py.File, h: _Header) -> float:
     return float(_clock(f, h)["time"][h.frames - 1])
 
 
+def _table(f: h5py.File, name: str, columns: dict[str, type]) -> h5py.Group | None:
+    """The event group ``name`` (None when absent), checked: one axis per column."""
+    group = f.get(name)
+    if not isinstance(group, h5py.Group):
+        return None
+    if any(not isinstance(group.get(k), h5py.Dataset) or group[k].ndim != 1
+           for k in columns):
+        raise file_error(Path(f.filename), f"/{name} is not {len(columns)} datasets "
+                         f"{{{','.join(columns)}}} of one axis")
+    return group
+
+
 def _merge_rows(f: h5py.File, h: _Header) -> int:
     """Merge events stored up to the last frame (written before their frames)."""
-    group = f.get(MERGES)
-    if not isinstance(group, h5py.Group):
+    group = _table(f, MERGES, MERGE_COLUMNS)
+    if group is None:
         return 0
-    if any(not isinstance(group.get(k), h5py.Dataset) or group[k].ndim != 1
-           for k in MERGE_COLUMNS):
-        raise file_error(Path(f.filename), f"/{MERGES} is not four datasets "
-                         f"{{{','.join(MERGE_COLUMNS)}}} of one axis")
     k = min(group[name].shape[0] for name in MERGE_COLUMNS)
     times = np.asarray(group["time"][:k])
     return int(np.searchsorted(times, _frame_time(f, h), side="right"))
 
 
-def _read_merges(f: h5py.File, h: _Header) -> tuple[Merge, ...]:
-    """The merge events of an open trajectory, up to its last frame."""
-    k = _merge_rows(f, h)
+def _passage_rows(f: h5py.File, h: _Header) -> int:
+    """Passages stored up to the last frame (written before their frames)."""
+    group = _table(f, PASSAGES, PASSAGE_COLUMNS)
+    if group is None:
+        return 0
+    k = min(group[name].shape[0] for name in PASSAGE_COLUMNS)
+    return int(np.searchsorted(np.asarray(group["frame"][:k]), h.frames - 1, side="right"))
+
+
+def _rows(f: h5py.File, name: str, columns: dict[str, type], k: int, kind: type) -> tuple:
+    """The first ``k`` rows of an event table as ``kind`` objects."""
     if not k:
         return ()
-    cols = [np.asarray(f[MERGES][name][:k]).tolist() for name in MERGE_COLUMNS]
-    return tuple(Merge(**dict(zip(MERGE_COLUMNS, row, strict=True)))
-                 for row in zip(*cols, strict=True))
+    cols = [np.asarray(f[name][c][:k]).tolist() for c in columns]
+    return tuple(kind(**dict(zip(columns, row, strict=True))) for row in zip(*cols, strict=True))
+
+
+def _read_merges(f: h5py.File, h: _Header) -> tuple[Merge, ...]:
+    """The merge events of an open trajectory, up to its last frame."""
+    return _rows(f, MERGES, MERGE_COLUMNS, _merge_rows(f, h), Merge)
+
+
+def _read_passages(f: h5py.File, h: _Header) -> tuple[Passage, ...]:
+    """The passages of an open trajectory, up to its last frame."""
+    return _rows(f, PASSAGES, PASSAGE_COLUMNS, _passage_rows(f, h), Passage)
 
 
 def read_observables(
@@ -441,6 +497,7 @@ def load(path: str | Path):
             complete=h.complete,
             stop_reason=h.stop_reason,
             merge_events=_read_merges(f, h),
+            passages=_read_passages(f, h),
         )
 
     return read_retrying(path, _inspect, reader, "trajectory")
@@ -509,6 +566,7 @@ def read_summary(path: str | Path) -> RunSummary:
             final_observables={k: (v if v.ndim else float(v)) for k, v in final_obs.items()},
             stop_reason=h.stop_reason,
             merges=_merge_rows(f, h),
+            passages=_passage_rows(f, h),
             summation_auto=bool(f["parameters"].attrs.get("summation_auto", 0)),
         )
 
@@ -530,6 +588,23 @@ def read_merge_events(path: str | Path) -> tuple[Merge, ...]:
         As :func:`load`.
     """
     return read_retrying(path, _inspect, _read_merges, "trajectory")
+
+
+def read_passages(path: str | Path) -> tuple[Passage, ...]:
+    """Each system's first passage to ``until_clusters`` (``/events/passages``),
+    up to the last frame, reading no frame.
+
+    Returns
+    -------
+    tuple of Passage
+        Empty for a run that had no such stop.
+
+    Raises
+    ------
+    TrajectoryFileError
+        As :func:`load`.
+    """
+    return read_retrying(path, _inspect, _read_passages, "trajectory")
 
 
 def add_particle_group(
@@ -571,15 +646,36 @@ def write_config(params: h5py.Group, config: SimulationConfig) -> None:
         params.attrs["summation_auto"] = np.int8(1)
 
 
-def _add_merge_events(f: h5py.File) -> h5py.Group:
-    """Create ``/events/merges`` (empty, appendable) unless it exists."""
-    group = f.get(MERGES)
+def _add_events(f: h5py.File, name: str, columns: dict[str, type]) -> h5py.Group:
+    """Create the event table ``name`` (empty, appendable) unless it exists."""
+    group = f.get(name)
     if group is None:
-        group = f.require_group(MERGES)
-        for name, dtype in MERGE_COLUMNS.items():
-            appendable(group, name, (), dtype)
+        group = f.require_group(name)
+        for column, dtype in columns.items():
+            appendable(group, column, (), dtype)
         group.attrs["eps"] = DEFAULT_EPS
     return group
+
+
+def _add_merge_events(f: h5py.File) -> h5py.Group:
+    """Create ``/events/merges`` (empty, appendable) unless it exists."""
+    return _add_events(f, MERGES, MERGE_COLUMNS)
+
+
+def _add_passages(f: h5py.File) -> h5py.Group:
+    """Create ``/events/passages`` (empty, appendable) unless it exists."""
+    return _add_events(f, PASSAGES, PASSAGE_COLUMNS)
+
+
+def _append_rows(group: h5py.Group, k0: int, columns: dict[str, np.ndarray]) -> int:
+    """Write rows from row ``k0`` on (a repeated write rewrites the same rows);
+    the rows then stored."""
+    k1 = k0
+    for name, values in columns.items():
+        k1 = k0 + len(values)
+        group[name].resize(k1, axis=0)
+        group[name][k0:k1] = values
+    return k1
 
 
 class TrajectoryWriter(GroupWriter):
@@ -601,6 +697,8 @@ class TrajectoryWriter(GroupWriter):
         Seconds of wall time between writes to disk.
     merges : int
         Merge events already stored.
+    passages : tuple of Passage
+        Passages already stored (each system and ``until_clusters`` is written once).
     """
 
     def __init__(
@@ -612,6 +710,7 @@ class TrajectoryWriter(GroupWriter):
         flush_interval: float = FLUSH_INTERVAL,
         reserve: Reserve | None = None,
         merges: int = 0,
+        passages: tuple[Passage, ...] = (),
     ) -> None:
         super().__init__(
             file, config, frames=frames, flush_interval=flush_interval, reserve=reserve,
@@ -619,6 +718,8 @@ class TrajectoryWriter(GroupWriter):
         )
         self.stop_reason = ""
         self._merges = merges  # merge events on disk
+        self._passages = len(passages)  # passages on disk, and of which systems
+        self._passed = {(p.system, p.until) for p in passages}
 
     def append(self, frame: Frame) -> bool:
         """Buffer one frame (the last of a stopped run says why it stopped)."""
@@ -634,13 +735,16 @@ class TrajectoryWriter(GroupWriter):
         # rewrites the same rows)
         merges = [m for fr in frames for m in fr.merges]
         if merges:
-            group = _add_merge_events(self._file)
-            k0, k1 = self._merges, self._merges + len(merges)
-            for name, values in Merge.columns(merges).items():
-                group[name].resize(k1, axis=0)
-                group[name][k0:k1] = values
+            _append_rows(_add_merge_events(self._file), self._merges, Merge.columns(merges))
+        passed = set(self._passed)
+        passages = first_passages((p for fr in frames for p in fr.passages), passed)
+        if passages:
+            _append_rows(_add_passages(self._file), self._passages,
+                         Passage.columns(passages))
         super()._write(frames)
         self._merges += len(merges)
+        self._passages += len(passages)
+        self._passed = passed
 
     def closing_attrs(self) -> dict[str, object]:
         """``stop_reason`` of a run that ended or paused at a stop."""
@@ -677,6 +781,7 @@ class TrajectoryWriter(GroupWriter):
             add_particle_group(f, GROUP, config, "observables"),
             write_config(write_header(f), config),
             _add_merge_events(f) if config.merge_events else None,
+            _add_passages(f) if config.until_clusters is not None else None,
         ))
         return cls(f, config, flush_interval=flush_interval, reserve=reserve)
 
@@ -691,7 +796,7 @@ class TrajectoryWriter(GroupWriter):
         """Open an existing trajectory to append frames to it.
 
         Datasets longer than the shortest one (a kill in the middle of a
-        write) are cut back first, so are merge events past the last frame,
+        write) are cut back first, so are events past the last frame,
         and the file is marked incomplete (its ``stop_reason`` removed: the
         run goes on).
         ``config``, when given, replaces the stored configuration (a run
@@ -706,27 +811,32 @@ class TrajectoryWriter(GroupWriter):
         path = Path(path)
         read_summary(path)  # one-line errors for files that are no trajectories
 
-        def prepare(f: h5py.File) -> tuple[_Header, int]:
+        def prepare(f: h5py.File) -> tuple[_Header, int, tuple[Passage, ...]]:
             header = _inspect(f, path)
             for ds in _frame_datasets(f, header.observables, header.config.positions):
                 if ds.shape[0] != header.frames:
                     ds.resize(header.frames, axis=0)
-            merges = _merge_rows(f, header)
-            for name in MERGE_COLUMNS if MERGES in f else ():
-                if f[MERGES][name].shape[0] != merges:
-                    f[MERGES][name].resize(merges, axis=0)
+            merges, passages = _merge_rows(f, header), _read_passages(f, header)
+            for name, columns, rows in ((MERGES, MERGE_COLUMNS, merges),
+                                        (PASSAGES, PASSAGE_COLUMNS, len(passages))):
+                for column in columns if name in f else ():
+                    if f[name][column].shape[0] != rows:
+                        f[name][column].resize(rows, axis=0)
             if (config or header.config).merge_events:
                 _add_merge_events(f)
+            if (config or header.config).until_clusters is not None:
+                _add_passages(f)
             f["parameters"].attrs["complete"] = np.int8(0)
             if "stop_reason" in f["parameters"].attrs:
                 del f["parameters"].attrs["stop_reason"]
             if config is not None:
                 f["parameters"].attrs["config"] = config.to_json()
-            return header, merges
+            return header, merges, passages
 
-        f, reserve, (header, merges) = reopen_file(path, prepare)
+        f, reserve, (header, merges, passages) = reopen_file(path, prepare)
         return cls(f, config or header.config, frames=header.frames,
-                   flush_interval=flush_interval, reserve=reserve, merges=merges)
+                   flush_interval=flush_interval, reserve=reserve, merges=merges,
+                   passages=passages)
 
 
 def _frame_datasets(f: h5py.File, observables, positions: str = "all") -> list[h5py.Dataset]:

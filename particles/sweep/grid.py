@@ -75,10 +75,11 @@ DEFAULT_DELTAS = (0.1, 0.01, 0.001)
 #: fields that a sweep sets itself (``batch`` is ``runs``; ``seed`` is the root seed).
 NOT_SWEPT = ("batch", "seed", "positions")
 
-#: stops of a single run, which are no grid fields: a sweep has no per-system stops
-#: (``until_clusters``), and its wall-time budget is one for the whole session
-#: (:func:`particles.sweep.run.run_sweep`'s ``max_wall``).
-RUN_STOPS = ("until_clusters", "max_wall")
+#: stops and events of a single run, which are no grid fields: a sweep has no
+#: per-system stops (``until_clusters``), locates no merges (``merge_events``: its
+#: times come from the save grid), and its wall-time budget is one for the whole
+#: session (:func:`particles.sweep.run.run_sweep`'s ``max_wall``).
+RUN_STOPS = ("until_clusters", "max_wall", "merge_events")
 
 
 def stop_refusal(name: str) -> str:
@@ -86,6 +87,10 @@ def stop_refusal(name: str) -> str:
     if name == "max_wall":
         return ("--max-wall is a budget of the whole sweep (particles sweep --max-wall "
                 "SECONDS, run_sweep(max_wall=...)), not a grid parameter")
+    if name == "merge_events":
+        return ("--merge-events locates merges in runs and their ensembles only "
+                "(particles simulate --batch B --merge-events); a sweep takes its merge "
+                "times from the save grid")
     return (f"{option_name(name)} stops single runs only (particles simulate); a sweep "
             "has no per-system stops yet")
 
@@ -600,7 +605,8 @@ class SweepSpec:
             Not the description of a sweep (one line).
         """
         try:
-            # older files recorded the stops of single runs, which sweeps ignored
+            # older files recorded the stops (and merge events) of single runs,
+            # which sweeps ignored
             base = {k: tuple(v) if isinstance(v, list) else v for k, v in data["base"].items()
                     if k not in RUN_STOPS}
             return cls(

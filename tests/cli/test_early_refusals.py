@@ -26,9 +26,10 @@ def no_kernels(monkeypatch):
     # square overflows; the time change of n_exp_beta runs it (below)
     (("--model", "usa", "--beta", 700), "--beta", "--usa-scale"),
     (("--model", "usa", "--beta", 400, "--integrator", "dopri5"), "--beta", "float64"),
-    (("--beta", 1, "--merge-events", "--batch", 2), "--merge-events", "ensemble"),
     (("--beta", 1, "--merge-events", "--integrator", "heun"), "--merge-events", "'heun'"),
-], ids=["usa-700", "usa-400-dopri5", "merge-events-batch", "merge-events-heun"])
+    (("--beta", 1, "--merge-events", "--batch", 2, "--noise", 0.1), "--merge-events",
+     "noise"),
+], ids=["usa-700", "usa-400-dopri5", "merge-events-heun", "merge-events-noise"])
 def test_refused_before_any_kernel(tmp_path, no_kernels, args, option, fragment):
     out = tmp_path / "run.h5"
     result = invoke("simulate", *RUN, *args, "--out", out)

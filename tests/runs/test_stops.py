@@ -190,7 +190,7 @@ def test_resume_cuts_merge_events_past_the_last_frame(tmp_path, full):
 
 @pytest.mark.parametrize("changes, fragment", [
     (dict(merge_events=True, noise=0.1, integrator="heun"), "merge_events"),
-    (dict(merge_events=True, batch=2), "merge_events"),
+    (dict(merge_events=True, batch=2, integrator="em"), "merge_events"),
     (dict(until_clusters=0), "until_clusters"),
     (dict(max_wall=-1.0), "max_wall"),
     (dict(merge_events="yes"), "merge_events"),

@@ -1,7 +1,8 @@
 """The stops of a single run in a sweep (issue 38 item 6): ``--max-wall`` pauses
 the whole sweep (a file ``--resume`` finishes into the uninterrupted one, exit
-status 0 as ``simulate --max-wall``), ``--until-clusters`` is refused in one line,
-and neither is recorded in the sweep file (both were recorded and ignored)."""
+status 0 as ``simulate --max-wall``), ``--until-clusters`` and ``--merge-events``
+are refused in one line, and none is recorded in the sweep file (each was
+recorded and ignored)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,7 @@ def test_max_wall_from_a_toml_file(tmp_path):
 @pytest.mark.parametrize("args, fragments", [
     (["--until-clusters", "2"], ["--until-clusters stops single runs only"]),
     (["--until-clusters", "1,2"], ["--until-clusters stops single runs only"]),
+    (["--merge-events", "true"], ["--merge-events locates merges in runs"]),
     (["--max-wall", "-1"], ["--max-wall must be a finite number of seconds >= 0"]),
     (["--max-wall", "inf"], ["--max-wall must be a finite number of seconds >= 0"]),
     (["--max-wall", "1,2"], ["'1,2' is not a valid float"]),
@@ -93,7 +95,16 @@ def test_until_clusters_in_a_toml_file_is_refused_naming_the_key(tmp_path):
                 f"{grid}: key until_clusters: --until-clusters stops single runs only")
 
 
-@pytest.mark.parametrize("field", ["until_clusters", "max_wall"])
+def test_merge_events_in_a_toml_file_is_refused_naming_the_key(tmp_path):
+    """A sweep ran with merge_events = true and located nothing: refused."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text("n = 6\nd = 2\nbeta = [1.0, 5.0]\nmerge_events = true\n")
+    usage_error(invoke("sweep", "--config", grid, "--out", tmp_path / "s.h5"),
+                f"{grid}: key merge_events: --merge-events locates merges in runs")
+    assert not (tmp_path / "s.h5").exists()
+
+
+@pytest.mark.parametrize("field", ["until_clusters", "max_wall", "merge_events"])
 def test_the_library_refuses_the_stops_of_single_runs(field):
     with pytest.raises(SweepError, match=f"--{field.replace('_', '-')}"):
         SweepSpec(base={**SPEC.base, field: 2}, axes=SPEC.axes, runs=2)
@@ -105,5 +116,6 @@ def test_a_file_that_recorded_the_ignored_stops_still_resumes():
     """Older sweeps recorded --max-wall and --until-clusters among the fixed
     fields and ignored them: their description reads without them."""
     stored = SPEC.to_dict()
-    stored["base"] = {**stored["base"], "max_wall": 60.0, "until_clusters": 2}
+    stored["base"] = {**stored["base"], "max_wall": 60.0, "until_clusters": 2,
+                      "merge_events": True}
     assert SweepSpec.from_json(json.dumps(stored)) == SPEC
