@@ -32,12 +32,26 @@ Layout (https://www.nongnu.org/h5md/, version 1.1)::
         before, after  int64 (merges,)        cluster counts either side
         system  int64   (merges,)             0 (one system)
                                    eps (linking distance of the counts, radians)
+    /segments                      only in a file resumed with changed settings
+        frame   int64   (segments,)           the frame each continued from
+        time    float64 (segments,)           its time
+        changes str     (segments,)           JSON {field: [before, after]}
+        written str     (segments,)           when (ISO 8601, UTC)
 
 A run stopped by ``until_clusters`` is complete with fewer frames than its
 ``T`` asks (``stop_reason`` says why); one paused by ``max_wall`` is
 incomplete, and ``--resume`` continues it.  Merge events are written before
 the frames they precede; readers keep those up to the last frame's time, and
 reopening cuts the others (a kill between the two writes).
+
+A resume that changes the integration settings (the integrator, its
+tolerances, ``collapse_tol``: :func:`particles.runs.run.resumed_config`)
+starts a segment (:mod:`particles.io.segments`): ``/segments`` says from which
+frame each set of settings computed the frames, and ``config`` is the
+last one's.  The adaptive step counts (observables ``accepted_steps``,
+``rejected_steps``) count the adaptive steps up to each frame: they stay as
+they are over a fixed-step segment, and a file that switches to an adaptive
+integrator gains them, zero before its first adaptive step.
 
 Positions kept (``config.positions``, :data:`particles.config.POSITIONS`).
 With ``"all"`` (the default) the layout is the one above.  With ``"final"``
@@ -117,6 +131,7 @@ from particles.io.hdf5 import (
     write_header,
 )
 from particles.io.kinds import Example, refusal, register
+from particles.io.segments import Segment, read_rows, record_segment
 from particles.observables.pairs import DEFAULT_EPS
 from particles.plan import facts
 from particles.trajectory import MERGE_COLUMNS, STOP_REASONS, Frame, Merge, Trajectory
@@ -138,6 +153,7 @@ __all__ = [
     "read_first_frame",
     "read_merge_events",
     "read_observables",
+    "read_segments",
     "read_summary",
     "run_bytes",
     "write_config",
@@ -150,6 +166,10 @@ _POSITION = f"particles/{GROUP}/position"
 
 #: the group of located merges (``merge_events=True``) and its datasets.
 MERGES = "events/merges"
+
+#: the observables of an adaptive integrator: its accepted and rejected steps
+#: up to each frame.
+STEP_COUNTS = ("accepted_steps", "rejected_steps")
 
 
 @dataclass(frozen=True)
@@ -186,6 +206,9 @@ class RunSummary(FrameCounts):
     summation_auto : bool
         Whether ``summation="auto"`` chose the spectral sums the file records
         (``config.summation`` is the choice; a resume keeps it).
+    segments : tuple of Segment
+        The resumes that changed the integration settings
+        (:mod:`particles.io.segments`); ``config`` is the last one's.
     """
 
     path: Path
@@ -201,6 +224,7 @@ class RunSummary(FrameCounts):
     stop_reason: str = ""
     merges: int = 0
     summation_auto: bool = False
+    segments: tuple[Segment, ...] = ()
 
     def describe(self) -> str:
         """``"holds 5 of 11 frames (t=0.5)"``, and why it stopped early."""
@@ -510,9 +534,27 @@ def read_summary(path: str | Path) -> RunSummary:
             stop_reason=h.stop_reason,
             merges=_merge_rows(f, h),
             summation_auto=bool(f["parameters"].attrs.get("summation_auto", 0)),
+            segments=read_rows(f, h.frames),
         )
 
     return read_retrying(path, _inspect, reader, "trajectory")
+
+
+def read_segments(path: str | Path) -> tuple[Segment, ...]:
+    """The segments of a trajectory (:mod:`particles.io.segments`), reading no frame.
+
+    Returns
+    -------
+    tuple of Segment
+        In the order of their frames; empty for a file never resumed with
+        changed settings.
+
+    Raises
+    ------
+    TrajectoryFileError
+        As :func:`load`.
+    """
+    return read_retrying(path, _inspect, lambda f, h: read_rows(f, h.frames), "trajectory")
 
 
 def read_merge_events(path: str | Path) -> tuple[Merge, ...]:
@@ -695,8 +737,11 @@ class TrajectoryWriter(GroupWriter):
         and the file is marked incomplete (its ``stop_reason`` removed: the
         run goes on).
         ``config``, when given, replaces the stored configuration (a run
-        extended to a longer ``T``; the caller checks that its frames extend
-        the stored ones).
+        extended to a longer ``T``, or resumed with other integration
+        settings; the caller checks that its frames continue the stored
+        ones): changed settings start a segment
+        (:func:`~particles.io.segments.record_segment`), and a switch to an
+        adaptive integrator adds its step counts, zero up to the last frame.
 
         Raises
         ------
@@ -721,12 +766,32 @@ class TrajectoryWriter(GroupWriter):
             if "stop_reason" in f["parameters"].attrs:
                 del f["parameters"].attrs["stop_reason"]
             if config is not None:
+                # the row first: a kill before the configuration leaves a row the
+                # next resume folds into its own (segments.record_segment)
+                record_segment(f, header.config, config, header.frames, _frame_time(f, header))
+                if facts(config).adaptive and STEP_COUNTS[0] not in header.observables:
+                    _add_step_counts(f, header)
                 f["parameters"].attrs["config"] = config.to_json()
             return header, merges
 
         f, reserve, (header, merges) = reopen_file(path, prepare)
         return cls(f, config or header.config, frames=header.frames,
                    flush_interval=flush_interval, reserve=reserve, merges=merges)
+
+
+def _add_step_counts(f: h5py.File, header: _Header) -> None:
+    """The observables :data:`STEP_COUNTS` of a file going on with an adaptive
+    integrator, zero at each stored frame (no adaptive step was taken before)."""
+    obs = f["observables"]
+    clock = _clock(f, header)
+    shape = () if header.config.batch is None else (header.config.batch,)
+    for name in STEP_COUNTS:
+        g = obs.create_group(name)
+        value = appendable(g, "value", shape, np.float64)
+        value.resize(header.frames, axis=0)
+        value[...] = 0.0
+        g["step"] = clock["step"]  # hard links, as every observable's
+        g["time"] = clock["time"]
 
 
 def _frame_datasets(f: h5py.File, observables, positions: str = "all") -> list[h5py.Dataset]:
