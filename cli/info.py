@@ -90,7 +90,7 @@ def segment_lines(s: RunSummary) -> list[str]:
     each: from which frame, which settings changed, when; none for other files."""
     if not s.segments:
         return []
-    lines = [f"segments     {len(s.segments) + 1} (the settings of the frames; the "
+    lines = [f"segments     {len(s.segments) + 1} (the settings that computed the frames; the "
              "configuration below is the last one's)",
              f"  0  frames 0 .. {s.segments[0].frame}: the run's first settings"]
     for i, seg in enumerate(s.segments, start=1):
