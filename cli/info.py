@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 import numpy as np
+from particles_cli.options import option_name
 
 from particles.display import time_text, value_text
 from particles.errors import SweepError
@@ -73,6 +74,7 @@ def info_lines(s: RunSummary) -> list[str]:
         f"status       {status}",
         f"frames       {s.frames} (t = 0 .. {time_text(s.time)}, last step {s.step})",
         *events,
+        *segment_lines(s),
         f"observables  {', '.join(s.observables) or '-'}",
         f"positions    {_positions(s)}",
         f"analysis     {_analysis(s.path)}",
@@ -84,6 +86,29 @@ def info_lines(s: RunSummary) -> list[str]:
 def _chosen(s: RunSummary, key: str) -> str:
     """How the file's summation was chosen, after its value."""
     return " (chosen by --summation auto)" if key == "summation" and s.summation_auto else ""
+
+
+def segment_lines(s: RunSummary) -> list[str]:
+    """The segments of a file resumed with changed settings (/segments), one line
+    each: from which frame, which settings changed, when; none for other files."""
+    if not s.segments:
+        return []
+    lines = [f"segments     {len(s.segments) + 1} (the settings that computed the frames; the "
+             "configuration below is the last one's)",
+             f"  0  frames 0 .. {s.segments[0].frame}: the run's first settings"]
+    for i, seg in enumerate(s.segments, start=1):
+        end = s.segments[i].frame if i < len(s.segments) else s.frames - 1
+        frames = (f"frames {seg.frame + 1} .. {end}" if end > seg.frame
+                  else "no frame of its own yet")
+        changed = ", ".join(f"{option_name(k)} {_text(a)} -> {_text(b)}"
+                            for k, (a, b) in seg.changes.items())
+        lines.append(f"  {i}  {frames} (from t = {time_text(seg.time)}, {seg.written}): "
+                     f"{changed}")
+    return lines
+
+
+def _text(value) -> str:
+    return "-" if value is None else value_text(value)
 
 
 def density_info_lines(s: DensitySummary) -> list[str]:

@@ -123,11 +123,13 @@ def kept_line(out: Path, summary: Summary | None, *, command: str | None,
 
 
 def mismatch_line(out: Path, exc: ResumeMismatch) -> str:
-    """One line naming each option whose value differs from the stored one."""
+    """One line naming each option whose value differs from the stored one (and
+    why it cannot change, where the library says more)."""
     parts = [f"{option_name(k)} {given!r} (stored {stored!r})"
              for k, (given, stored) in exc.differences.items()]
+    why = getattr(exc, "why", "")
     return (f"--resume continues the configuration stored in {out}; these options differ "
-            f"from it: {', '.join(parts)}")
+            f"from it: {', '.join(parts)}" + (f" ({cli_message(why)})" if why else ""))
 
 
 def _bad_input(exc: ValueError, fields: Mapping[str, str]) -> click.ClickException:

@@ -25,8 +25,7 @@ from particles.integrators import INTEGRATORS
 from particles.io import OutputPathError, TrajectoryFileError, read_summary
 from particles.runs import RunResult, resume_path, run_to_file
 from particles.runs.estimate import check_fits, estimate
-from particles.runs.extend import check_extension
-from particles.runs.run import as_stored, config_differences
+from particles.runs.run import as_stored, resumed_config
 
 
 def summary_line(s: RunResult) -> str:
@@ -104,17 +103,14 @@ def resume_config(out: Path, options: dict, config_file: Path | None) -> Simulat
 
 
 def extended(given: SimulationConfig, stored: SimulationConfig) -> SimulationConfig:
-    """The configuration a resume with ``given`` runs: the stored one extended to a
-    later ``T`` (and save times) where only those differ, else ``given`` as it is
-    (what it cannot extend, :func:`particles.runs.run_to_file` refuses, saying why)."""
-    given = as_stored(given, stored)
-    differences = set(config_differences(given, stored))
-    if differences and differences <= {"T", "save_times"}:
-        try:
-            return check_extension(given, stored)
-        except ValueError:
-            pass
-    return given
+    """The configuration a resume with ``given`` runs: the stored one with the
+    changes a resume makes (:func:`particles.runs.run.resumed_config`: extended to
+    a later ``T``, other integration settings), else ``given`` as it is (what it
+    cannot continue, :func:`particles.runs.run_to_file` refuses, saying why)."""
+    try:
+        return resumed_config(given, stored)
+    except ValueError:
+        return as_stored(given, stored)
 
 
 def check_estimate(
@@ -180,7 +176,10 @@ def check_estimate(
     "alone, extends the run (complete or not) to it, bit-identical to asking for "
     "that --T from the start: a --save-every grid goes on, and log- or lin-spaced "
     "--save-times go on with the same spacing (the same points per decade); or give "
-    "--save-times that start with the stored ones.",
+    "--save-times that start with the stored ones.  --collapse-tol, --rtol, --atol "
+    "and a deterministic --integrator may change (with --dt when it switches between "
+    "fixed and adaptive steps, the save times kept): the frames after the last one "
+    "are computed with them, a segment the file records (particles info lists them).",
 )
 @click.option(
     "--config",

@@ -236,11 +236,15 @@ class ResumeMismatch(ValueError):
     ----------
     differences : dict of str to tuple
         ``field -> (given, stored)`` for each differing field, in field order.
+    why : str
+        Why these fields cannot change, when more than "a resume continues the
+        stored configuration" (a stochastic integrator, save times that move).
     """
 
-    def __init__(self, message: str, differences: dict[str, tuple]) -> None:
+    def __init__(self, message: str, differences: dict[str, tuple], why: str = "") -> None:
         super().__init__(message)
         self.differences = differences
+        self.why = why
 
 
 class RunInterrupted(KeyboardInterrupt):

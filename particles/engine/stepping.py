@@ -80,7 +80,8 @@ def march(
     start : int
         Index of the frame X is at.
     step : int
-        Step counter at frame ``start`` (fixed steps: the noise counter).
+        Step counter at frame ``start`` (fixed steps: the noise counter;
+        adaptive steps count frames from it).
     state : str
         What X holds, for error messages (``"positions"``, ``"phases"``).
     hint : str
@@ -91,7 +92,9 @@ def march(
     ------
     (k, step) : tuple of int
         After reaching ``times[k]``: the frame index and the step counter
-        (fixed: steps since t = 0; adaptive: ``k``).
+        (fixed: steps since t = 0; adaptive: ``k``, or for a run resumed with an
+        adaptive integrator after fixed steps, the counter at ``start`` plus
+        the frames since, so that it never goes back).
 
     Raises
     ------
@@ -101,6 +104,7 @@ def march(
     # weights of the current layer (redrawn from the seed when a layer starts)
     layer_now, p = 0, params
     B = X.shape[0]
+    counted = step - start  # adaptive: 0 unless fixed steps came before frame start
     for k in range(start + 1, len(times)):
         t0, t1 = float(times[k - 1]), float(times[k])
         for a, b, layer in layer_segments(t0, t1, layer_time):
@@ -120,7 +124,7 @@ def march(
                     runner(X, a, nsteps, (b - a) / nsteps, p, wsize, keys, step)
                     step += nsteps
         if adaptive:
-            step = k
+            step = counted + k
             bad = np.flatnonzero(stats[:, 2] != STATUS_OK)
             if bad.size:
                 why = ("max_steps reached" if stats[bad[0], 2] == STATUS_MAX_STEPS

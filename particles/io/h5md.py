@@ -42,6 +42,11 @@ Layout (https://www.nongnu.org/h5md/, version 1.1)::
                                               the frame's time; NaN: there at a resume
                                               point, since a time not recorded
                                    eps (as above)
+    /segments                      only in a file resumed with changed settings
+        frame   int64   (segments,)           the frame each continued from
+        time    float64 (segments,)           its time
+        changes str     (segments,)           JSON {field: [before, after]}
+        written str     (segments,)           when (ISO 8601, UTC)
 
 A run stopped by ``until_clusters`` is complete with fewer frames than its
 ``T`` asks (``stop_reason`` says why); one paused by ``max_wall`` is
@@ -51,6 +56,15 @@ the passages up to the last frame, and reopening cuts the others (a kill
 between the two writes).  A passage is written once per system and
 ``until_clusters`` (a resume does not repeat those on disk; one that changes
 ``until_clusters`` adds the new value's).
+
+A resume that changes the integration settings (the integrator, its
+tolerances, ``collapse_tol``: :func:`particles.runs.run.resumed_config`)
+starts a segment (:mod:`particles.io.segments`): ``/segments`` says from which
+frame each set of settings computed the frames, and ``config`` is the
+last one's.  The adaptive step counts (observables ``accepted_steps``,
+``rejected_steps``) count the adaptive steps up to each frame: they stay as
+they are over a fixed-step segment, and a file that switches to an adaptive
+integrator gains them, zero before its first adaptive step.
 
 Positions kept (``config.positions``, :data:`particles.config.POSITIONS`).
 With ``"all"`` (the default) the layout is the one above.  With ``"final"``
@@ -130,6 +144,7 @@ from particles.io.hdf5 import (
     write_header,
 )
 from particles.io.kinds import Example, refusal, register
+from particles.io.segments import Segment, read_rows, record_segment
 from particles.observables.pairs import DEFAULT_EPS
 from particles.plan import facts
 from particles.trajectory import (
@@ -162,6 +177,7 @@ __all__ = [
     "read_merge_events",
     "read_observables",
     "read_passages",
+    "read_segments",
     "read_summary",
     "run_bytes",
     "write_config",
@@ -177,6 +193,9 @@ MERGES = "events/merges"
 
 #: the group of the systems' first passages to ``until_clusters`` and its datasets.
 PASSAGES = "events/passages"
+#: the observables of an adaptive integrator: its accepted and rejected steps
+#: up to each frame.
+STEP_COUNTS = ("accepted_steps", "rejected_steps")
 
 
 @dataclass(frozen=True)
@@ -216,6 +235,9 @@ class RunSummary(FrameCounts):
     summation_auto : bool
         Whether ``summation="auto"`` chose the spectral sums the file records
         (``config.summation`` is the choice; a resume keeps it).
+    segments : tuple of Segment
+        The resumes that changed the integration settings
+        (:mod:`particles.io.segments`); ``config`` is the last one's.
     """
 
     path: Path
@@ -232,6 +254,7 @@ class RunSummary(FrameCounts):
     merges: int = 0
     passages: int = 0
     summation_auto: bool = False
+    segments: tuple[Segment, ...] = ()
 
     def describe(self) -> str:
         """``"holds 5 of 11 frames (t=0.5)"``, and why it stopped early."""
@@ -568,9 +591,27 @@ def read_summary(path: str | Path) -> RunSummary:
             merges=_merge_rows(f, h),
             passages=_passage_rows(f, h),
             summation_auto=bool(f["parameters"].attrs.get("summation_auto", 0)),
+            segments=read_rows(f, h.frames),
         )
 
     return read_retrying(path, _inspect, reader, "trajectory")
+
+
+def read_segments(path: str | Path) -> tuple[Segment, ...]:
+    """The segments of a trajectory (:mod:`particles.io.segments`), reading no frame.
+
+    Returns
+    -------
+    tuple of Segment
+        In the order of their frames; empty for a file never resumed with
+        changed settings.
+
+    Raises
+    ------
+    TrajectoryFileError
+        As :func:`load`.
+    """
+    return read_retrying(path, _inspect, lambda f, h: read_rows(f, h.frames), "trajectory")
 
 
 def read_merge_events(path: str | Path) -> tuple[Merge, ...]:
@@ -800,8 +841,11 @@ class TrajectoryWriter(GroupWriter):
         and the file is marked incomplete (its ``stop_reason`` removed: the
         run goes on).
         ``config``, when given, replaces the stored configuration (a run
-        extended to a longer ``T``; the caller checks that its frames extend
-        the stored ones).
+        extended to a longer ``T``, or resumed with other integration
+        settings; the caller checks that its frames continue the stored
+        ones): changed settings start a segment
+        (:func:`~particles.io.segments.record_segment`), and a switch to an
+        adaptive integrator adds its step counts, zero up to the last frame.
 
         Raises
         ------
@@ -830,6 +874,11 @@ class TrajectoryWriter(GroupWriter):
             if "stop_reason" in f["parameters"].attrs:
                 del f["parameters"].attrs["stop_reason"]
             if config is not None:
+                # the row first: a kill before the configuration leaves a row the
+                # next resume folds into its own (segments.record_segment)
+                record_segment(f, header.config, config, header.frames, _frame_time(f, header))
+                if facts(config).adaptive and STEP_COUNTS[0] not in header.observables:
+                    _add_step_counts(f, header)
                 f["parameters"].attrs["config"] = config.to_json()
             return header, merges, passages
 
@@ -837,6 +886,21 @@ class TrajectoryWriter(GroupWriter):
         return cls(f, config or header.config, frames=header.frames,
                    flush_interval=flush_interval, reserve=reserve, merges=merges,
                    passages=passages)
+
+
+def _add_step_counts(f: h5py.File, header: _Header) -> None:
+    """The observables :data:`STEP_COUNTS` of a file going on with an adaptive
+    integrator, zero at each stored frame (no adaptive step was taken before)."""
+    obs = f["observables"]
+    clock = _clock(f, header)
+    shape = () if header.config.batch is None else (header.config.batch,)
+    for name in STEP_COUNTS:
+        g = obs.create_group(name)
+        value = appendable(g, "value", shape, np.float64)
+        value.resize(header.frames, axis=0)
+        value[...] = 0.0
+        g["step"] = clock["step"]  # hard links, as every observable's
+        g["time"] = clock["time"]
 
 
 def _frame_datasets(f: h5py.File, observables, positions: str = "all") -> list[h5py.Dataset]:

@@ -3,8 +3,9 @@
 :func:`run_to_file` streams the frames of :func:`particles.engine.iter_frames`
 into an H5MD file (:mod:`particles.io.h5md`) through the one session driver
 (:func:`particles.runs.session.stream`); its own rules are how a run resumes
-(:data:`RESUME`: the stored configuration, or extended to a larger ``T``)
-and how it names its stops (:data:`STOPS`).  The guarantees:
+(:data:`RESUME`: the stored configuration, extended to a larger ``T``, or
+with other integration settings) and how it names its stops (:data:`STOPS`).
+The guarantees:
 
 * An existing file is never overwritten without ``overwrite=True``, and the
   check happens before any work.
@@ -44,6 +45,24 @@ and how it names its stops (:data:`STOPS`).  The guarantees:
   on which the old ``T`` lies; explicit ``save_times`` given anew that start
   with the stored ones; or, not given, a log- or lin-spaced grid continued
   with its own spacing to the new ``T``).
+* ``resume=True`` with other integration settings (:data:`SEGMENT_FIELDS`:
+  ``collapse_tol``, ``rtol``, ``atol``, another deterministic integrator,
+  with ``dt``, ``save_every`` and ``max_steps`` when it switches between
+  fixed and adaptive steps and the save times stay;
+  :func:`resumed_config`) goes on from the last frame with them: the
+  stored frames are left as they are, the frames after are those of the
+  engine started afresh at the last frame with the new settings (dopri5
+  restarts its step proposal at ``min(dt, interval)`` at every save time,
+  resumed or not, so nothing of the old settings is carried over), the
+  stored configuration becomes the new one (what the next resume compares
+  with) and the file records the change as a segment
+  (:mod:`particles.io.segments`).  A fixed-step segment after an adaptive
+  one records the adaptive step counts it took as they were; one switching
+  to adaptive steps starts them at zero.  Everything else is refused,
+  naming every differing field; so is a stochastic integrator replacing a
+  deterministic one or the reverse (the noise path is drawn per step, and
+  a run with noise keeps its integrator), and a ``collapse_tol`` its
+  configuration's own rules refuse.  A complete file is left as it is.
 * A write failure (disk full, file size limit) stops the run at once with
   :class:`~particles.errors.OutputWriteError` (the free space needed, the
   file kept with every frame written before, marked incomplete); ``resume``
@@ -59,7 +78,7 @@ from __future__ import annotations
 
 import os  # noqa: F401  (tests patch run.os.access, which check_output_path asks)
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -69,8 +88,10 @@ from particles.analysis import DEFAULT_EPS, count_clusters
 from particles.config import STOP_DEFAULTS, SimulationConfig, parse_init
 from particles.engine import iter_frames
 from particles.errors import ResumeMismatch, RunFailed, RunInterrupted
+from particles.integrators import INTEGRATORS
 from particles.io.h5md import (
     FLUSH_INTERVAL,
+    STEP_COUNTS,
     TRAJECTORY,
     RunSummary,
     TrajectoryFileError,
@@ -89,6 +110,7 @@ __all__ = [
     "check_output_path",
     "check_resume_config",
     "resume_path",
+    "resumed_config",
     "run_to_file",
     "summarize",
 ]
@@ -160,23 +182,97 @@ def resume_path(path: str | Path) -> Path:
     return resume_kind(TRAJECTORY, path)
 
 
-def check_resume_config(given: SimulationConfig, stored: SimulationConfig) -> None:
-    """Refuse to resume with a configuration other than the stored one.
+#: the fields a resume may change without extending the run: its stops.
+RESUMABLE_STOPS = ("until_clusters", "max_wall")
 
-    An unset seed in ``given`` stands for the stored seed.
+#: the integration settings a resume may change: the frames it adds are
+#: computed with the new ones, a new segment of the file (:mod:`particles.io.segments`).
+SEGMENT_FIELDS = ("integrator", "rtol", "atol", "collapse_tol")
+
+#: what may change besides when the integrator switches between fixed steps and
+#: adaptive ones (``dt`` is then another thing: the step, or the first step
+#: of each save interval), as long as the save times stay the same.
+SWITCH_FIELDS = ("dt", "save_every", "max_steps")
+
+#: the fields a resume extends a run by (:func:`particles.runs.extend.check_extension`).
+EXTENSION_FIELDS = ("T", "save_times")
+
+
+def check_resume_config(given: SimulationConfig, stored: SimulationConfig) -> None:
+    """Refuse to resume with a configuration that changes what a resume cannot.
+
+    A resume may change the stops (:data:`RESUMABLE_STOPS`), extend the run
+    (:data:`EXTENSION_FIELDS`, checked by :func:`resumed_config`) and change the
+    integration settings (:data:`SEGMENT_FIELDS`): another deterministic
+    integrator (with :data:`SWITCH_FIELDS` too when it switches between fixed
+    steps and adaptive ones), its tolerances, ``collapse_tol`` (validated by
+    the configuration's own rules when ``given`` was built).  An unset seed in
+    ``given`` stands for the stored seed.
 
     Raises
     ------
     ResumeMismatch
-        Naming each differing field with the given and the stored value.
+        Naming each differing field with the given and the stored value, when
+        one of them cannot change; for a step changed without a switch of
+        integrator, or an integrator that is, or replaces, a stochastic one, why.
     """
     given = as_stored(given, stored)
-    if given != stored:
-        differences = config_differences(given, stored)
+    differences = config_differences(given, stored)
+    allowed = {*RESUMABLE_STOPS, *EXTENSION_FIELDS, *SEGMENT_FIELDS}
+    switch = INTEGRATORS[given.integrator].adaptive != INTEGRATORS[stored.integrator].adaptive
+    refused = [k for k in differences if k not in allowed and not (switch and k in SWITCH_FIELDS)]
+    why = ""
+    if refused and set(refused) <= set(SWITCH_FIELDS):
+        why = ("the step and the step bound change only with a switch between a fixed-step "
+               "and an adaptive integrator")
+    if not refused and "integrator" in differences and (
+            INTEGRATORS[given.integrator].stochastic or INTEGRATORS[stored.integrator].stochastic):
+        refused = ["integrator"]
+        why = ("a stochastic integrator draws its noise path per step: it is neither replaced "
+               "nor replaces a deterministic one, and a run with noise keeps its integrator")
+    if refused:
         diff = ", ".join(f"{k}={g!r} (file: {s!r})" for k, (g, s) in differences.items())
         raise ResumeMismatch(
-            f"resume continues the stored configuration; given {diff}", differences
-        )
+            f"resume continues the stored configuration; given {diff}"
+            + (f" ({why})" if why else ""), differences, why)
+
+
+def resumed_config(given: SimulationConfig, stored: SimulationConfig) -> SimulationConfig:
+    """The configuration that continues a file storing ``stored``, resumed with ``given``.
+
+    The stored configuration with the changes a resume may make
+    (:func:`check_resume_config`): the given stops and integration settings,
+    extended to the given ``T`` and save times
+    (:func:`~particles.runs.extend.check_extension`).  The save times of the
+    stored frames stay: a changed ``dt`` or ``save_every`` must give the same
+    grid.
+
+    Raises
+    ------
+    ResumeMismatch
+        A change a resume cannot make, or a step that moves the save times.
+    ValueError
+        A ``T`` the run cannot be extended to.
+    """
+    check_resume_config(given, stored)
+    given = as_stored(given, stored)
+    differences = config_differences(given, stored)
+    # (differences reads JSON values: a field's own value is the given one's)
+    changes = {k: getattr(given, k) for k in differences if k not in EXTENSION_FIELDS}
+    config = stored.replace(**changes) if changes else stored
+    if set(differences) & set(EXTENSION_FIELDS):
+        config = check_extension(given, config)
+    moved = {k: differences[k] for k in ("dt", "save_every") if k in differences}
+    if moved:
+        old, new = stored.output_times(), config.output_times()
+        if len(new) < len(old) or not np.array_equal(new[: len(old)], old):
+            diff = ", ".join(f"{k}={g!r} (file: {s!r})" for k, (g, s) in moved.items())
+            why = (f"the save times would move (every {stored.save_every * stored.dt:g} "
+                   f"in the file, {config.save_every * config.dt:g} given): keep save_every "
+                   "times dt, or give the file's save times")
+            raise ResumeMismatch(f"resume keeps the stored save times; given {diff} ({why})",
+                                 moved, why)
+    return config
 
 
 def as_stored(given: SimulationConfig, stored: SimulationConfig) -> SimulationConfig:
@@ -221,7 +317,8 @@ def run_to_file(
     ----------
     config : SimulationConfig or None
         The run; an unset seed is resolved first.  With ``resume`` it may be
-        None (the stored configuration is used) and otherwise must equal it.
+        None (the stored configuration is used), and otherwise equals it but
+        for what a resume may change (:func:`resumed_config`).
     path : str or Path
         Output file (see the module docstring for the replacement rules).
     x0 : ndarray, shape (n, d) or (batch, n, d), optional
@@ -229,10 +326,10 @@ def run_to_file(
     overwrite : bool
         Replace an existing file, once the new run has produced frames.
     resume : bool
-        Continue the incomplete file ``path`` from its last frame; a complete
-        file is left as it is, unless ``config`` differs from the stored one
-        in ``T`` (and ``save_times``) only: then the run is extended to that
-        ``T`` (see the module docstring).
+        Continue the incomplete file ``path`` from its last frame, with the
+        stops and integration settings ``config`` changes (a segment of the
+        file); a complete file is left as it is, unless ``config`` has a
+        larger ``T``: then the run is extended to it (see the module docstring).
     progress : bool
         Progress bar on stderr for runs longer than a second.
     flush_interval : float
@@ -257,9 +354,10 @@ def run_to_file(
         Before any work: a bad target path, a bad ``x0``.
     ResumeMismatch
         (a ValueError) Before any work: a configuration that differs from
-        the one stored for ``resume``, naming each differing field; a
-        ValueError when only ``T`` and ``save_times`` differ and the run cannot
-        be extended (:func:`~particles.runs.extend.check_extension`).
+        the one stored for ``resume`` in what a resume cannot change
+        (:func:`check_resume_config`), naming each differing field; a
+        ValueError when the run cannot be extended to the given ``T``
+        (:func:`~particles.runs.extend.check_extension`).
     TrajectoryFileError
         ``resume`` of a file that is not a readable trajectory.
     RunInterrupted
@@ -294,11 +392,13 @@ def run_to_file(
         else:
             X = state.final.reshape(config.batch or 1, config.n, config.d)
             start, start_step, counts = state.frames - 1, state.step, _step_counts(state)
+        held = _held_counts(config, state)
         with Progress(config.T, enabled=progress) as bar:
             for frame in iter_frames(config, X, start=start, start_step=start_step,
                                      step_counts=counts, progress=bar.update):
                 if state is None or frame.index >= state.frames:  # resuming yields it again
-                    yield frame
+                    yield frame if held is None else replace(
+                        frame, observables={**frame.observables, **held})
 
     return stream(TRAJECTORY, path, spec, frames, stops=STOPS,
                   resume=RESUME if resume else None, overwrite=overwrite,
@@ -312,6 +412,19 @@ def _inputs(config: SimulationConfig) -> list[str]:
     return [arg] if name == "density" else []
 
 
+def _held_counts(config: SimulationConfig, state: RunSummary | None
+                 ) -> dict[str, np.ndarray] | None:
+    """The adaptive step counts a fixed-step segment records at each frame (those
+    of the adaptive segment before it, (batch,) each: it takes no adaptive
+    step), or None."""
+    if state is None or INTEGRATORS[config.integrator].adaptive:
+        return None
+    if STEP_COUNTS[0] not in state.final_observables:
+        return None
+    return {k: np.atleast_1d(np.asarray(state.final_observables[k], dtype=np.float64))
+            for k in STEP_COUNTS}
+
+
 def _step_counts(state: RunSummary) -> np.ndarray | None:
     """Accepted and rejected steps of an adaptive run up to its last frame, (batch, 2)."""
     if "accepted_steps" not in state.final_observables:
@@ -320,27 +433,16 @@ def _step_counts(state: RunSummary) -> np.ndarray | None:
                      for k in ("accepted_steps", "rejected_steps")], axis=-1)
 
 
-#: the fields a resume may change without extending the run: its stops.
-RESUMABLE_STOPS = ("until_clusters", "max_wall")
-
-
 def _plan(state: RunSummary, given: SimulationConfig | None) -> SimulationConfig | None:
     """The configuration that continues the file ``state`` describes (None: it is
-    complete as it is): the stored one, with the given stops, extended to the given
-    ``T`` and save times."""
-    stored, extended = state.config, None
+    complete as it is): the stored one, with the given stops and integration
+    settings, extended to the given ``T`` and save times (:func:`resumed_config`)."""
+    config, extends = state.config, False
     if given is not None:
-        given = as_stored(given, stored)
-        differences = set(config_differences(given, stored))
-        stops = {k: getattr(given, k) for k in RESUMABLE_STOPS if k in differences}
-        stored, differences = stored.replace(**stops), differences - set(stops)
-        if differences and differences <= {"T", "save_times"}:
-            extended = check_extension(given, stored)
-        elif differences:
-            check_resume_config(given, stored)
-    config = stored if extended is None else extended
+        config = resumed_config(given, state.config)
+        extends = config.T != state.config.T or config.save_times != state.config.save_times
     if state.complete:
-        if state.stop_reason != "until_clusters" and extended is None:
+        if state.stop_reason != "until_clusters" and not extends:
             return None  # it reached its T
         final = state.final.reshape(config.batch or 1, config.n, config.d)
         if state.stop_reason == "until_clusters" and events.until_holds(
