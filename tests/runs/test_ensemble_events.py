@@ -11,7 +11,7 @@ from clitools import invoke, ok
 
 from particles import simulate
 from particles.config import SimulationConfig
-from particles.engine import initial_positions
+from particles.runs.initial import initial_tokens
 from particles.engine.loop import one_system
 from particles.events import cluster_counts
 from particles.fields.weights import draw_layer
@@ -47,7 +47,7 @@ def test_each_systems_merges_are_those_of_a_run_of_it_alone(ensemble):
     its initial tokens locates; the ensemble's frames are untouched."""
     plain, located = ensemble
     np.testing.assert_array_equal(located.positions, plain.positions)
-    X0 = initial_positions(SimulationConfig(**RUN, batch=B).resolved())
+    X0 = initial_tokens(SimulationConfig(**RUN, batch=B).resolved())
     merges = located.merge_events
     assert [m.time for m in merges] == sorted(m.time for m in merges)
     assert {m.system for m in merges} == set(range(B))
@@ -87,7 +87,7 @@ def test_an_adaptive_ensemble_locates_each_system_with_its_own_step():
     its own (the times equal those of runs of it alone)."""
     run = dict(RUN, integrator="dopri5", rtol=1e-5, save_times="log:0.1:50:12", T=50.0)
     located = simulate(**run, batch=2, merge_events=True)
-    X0 = initial_positions(SimulationConfig(**run, batch=2).resolved())
+    X0 = initial_tokens(SimulationConfig(**run, batch=2).resolved())
     for b in range(2):
         alone = simulate(**run, x0=X0[b], merge_events=True)
         mine = [m for m in located.merge_events if m.system == b]
@@ -105,7 +105,7 @@ def test_systems_with_their_own_weights_are_located_with_them():
     alone with those matrices given locates."""
     located = simulate(**OWN, batch=B, merge_events=True)
     config = SimulationConfig(**OWN, batch=B).resolved()
-    X0 = initial_positions(config)
+    X0 = initial_tokens(config)
     Q, K, V = draw_layer(config, 0)
     alone_run = {**OWN, "weights": "given", "weight_draws": "shared"}
     for b in range(B):
