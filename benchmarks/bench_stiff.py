@@ -28,14 +28,14 @@ import os
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import time  # noqa: E402
+import argparse
+import time
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from particles import simulate  # noqa: E402
-from particles.events import cluster_counts  # noqa: E402
-from particles.machine import vector_width  # noqa: E402
+from particles import simulate
+from particles.events import cluster_counts
+from particles.machine import vector_width
 
 
 def timed(n: int, beta: float, T: float, x0=None, **kw) -> dict:

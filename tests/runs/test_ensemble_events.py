@@ -11,12 +11,12 @@ from clitools import invoke, ok
 
 from particles import simulate
 from particles.config import SimulationConfig
-from particles.runs.initial import initial_tokens
 from particles.engine.loop import one_system
 from particles.events import cluster_counts
 from particles.fields.weights import draw_layer
 from particles.io import load, read_summary
 from particles.runs import run_to_file
+from particles.runs.initial import initial_tokens
 from particles.trajectory import Passage, first_passages
 
 #: circle, SA, beta = 9, fixed steps: 16 tokens cluster by t ~ 1 and merge
