@@ -56,9 +56,9 @@ KRYLOV = 10
 NEWTON_ITERATIONS = 8
 #: GMRES stops when the scaled residual falls below this fraction of its start.
 KRYLOV_TOL = 1e-3
-#: the stage derivatives (5), Z, Y, f(Y), the residual / correction, the
-#: perturbed state and its field, the Krylov basis and the candidate
-STAGES = SDIRK4.stages + 6 + KRYLOV + 1 + 1
+#: the stage derivatives (5), Z, Y, f(Y), the residual, the perturbed state and
+#: its field, the error scale of X, the Krylov basis and the candidate
+STAGES = SDIRK4.stages + 7 + KRYLOV + 1 + 1
 #: drift evaluations of a typical plateau step (5 stages, about 2 Newton
 #: iterations of 1 residual and 3 Krylov vectors each); the estimates' count
 EVALUATIONS = 40
@@ -68,7 +68,8 @@ _E = np.array(SDIRK4.e)
 _GAMMA = SDIRK4.gamma
 _NS = SDIRK4.stages
 # scratch rows of S
-_Z, _Y, _F, _R, _YT, _FT, _V = _NS, _NS + 1, _NS + 2, _NS + 3, _NS + 4, _NS + 5, _NS + 6
+_Z, _Y, _F, _R, _YT, _FT, _SC = range(_NS, _NS + 7)
+_V = _NS + 7
 _EPS = float(np.finfo(np.float64).eps)
 _SQRT_EPS = float(np.sqrt(_EPS))
 
@@ -76,12 +77,6 @@ field = None  # bound by make_attempt / make_solve
 solve = None  # bound by make_attempt
 attempt = None  # bound by make_step
 SPHERE = True  # bound per space
-
-
-@jit
-def _scale(x, rtol, atol, sphere):
-    """The error scale of a coordinate whose size is ``x``."""
-    return atol + rtol * abs(x) if sphere else atol + rtol
 
 
 @jit
@@ -95,15 +90,15 @@ def _rms(X):
 
 
 # C901: a compiled kernel, GMRES written out in one loop nest
-def _solve(X, Y, F, R, D, S, hg, p, ws, rtol, atol):  # noqa: C901
-    """GMRES for ``(I - hg J(Y)) D = R`` in the scaled inner product.
+def _solve(Y, F, R, D, S, hg, p, ws):  # noqa: C901
+    """GMRES for ``(I - hg J(Y)) D = R`` in the inner product scaled by ``S[_SC]``.
 
     ``F`` holds ``f(Y)``; ``S[_YT]``, ``S[_FT]`` and ``S[_V:_V + KRYLOV + 1]``
     are scratch; ``R`` is left untouched.  Returns the Krylov vectors used.
     """
-    n, d = X.shape
+    n, d = Y.shape
     V = S[_V:_V + KRYLOV + 1]
-    Yt, Ft = S[_YT], S[_FT]
+    Yt, Ft, sc = S[_YT], S[_FT], S[_SC]
     H = np.zeros((KRYLOV + 1, KRYLOV))
     cs = np.zeros(KRYLOV)
     sn = np.zeros(KRYLOV)
@@ -111,7 +106,7 @@ def _solve(X, Y, F, R, D, S, hg, p, ws, rtol, atol):  # noqa: C901
     beta = 0.0
     for i in range(n):
         for a in range(d):
-            v = R[i, a] / _scale(X[i, a], rtol, atol, SPHERE)
+            v = R[i, a] / sc[i, a]
             V[0, i, a] = v
             beta += v * v
     beta = np.sqrt(beta)
@@ -131,20 +126,19 @@ def _solve(X, Y, F, R, D, S, hg, p, ws, rtol, atol):  # noqa: C901
         unorm = 0.0
         for i in range(n):
             for a in range(d):
-                u = _scale(X[i, a], rtol, atol, SPHERE) * V[j, i, a]
+                u = sc[i, a] * V[j, i, a]
                 unorm += u * u
         unorm = np.sqrt(unorm / (n * d))
         eps = _SQRT_EPS * (1.0 + ynorm) / unorm
         for i in range(n):
             for a in range(d):
-                Yt[i, a] = Y[i, a] + eps * _scale(X[i, a], rtol, atol, SPHERE) * V[j, i, a]
+                Yt[i, a] = Y[i, a] + eps * sc[i, a] * V[j, i, a]
         field(Yt, p, Ft, ws)
         w = V[j + 1]
         c = hg / eps
         for i in range(n):
             for a in range(d):
-                w[i, a] = V[j, i, a] - c * (Ft[i, a] - F[i, a]) / _scale(X[i, a], rtol,
-                                                                          atol, SPHERE)
+                w[i, a] = V[j, i, a] - c * (Ft[i, a] - F[i, a]) / sc[i, a]
         # modified Gram-Schmidt
         for k in range(j + 1):
             hk = 0.0
@@ -155,7 +149,7 @@ def _solve(X, Y, F, R, D, S, hg, p, ws, rtol, atol):  # noqa: C901
             for i in range(n):
                 for a in range(d):
                     w[i, a] -= hk * V[k, i, a]
-        hn = np.sqrt(_rms(w) ** 2 * (n * d))
+        hn = _rms(w) * np.sqrt(n * d)
         H[j + 1, j] = hn
         if hn > 0.0:
             for i in range(n):
@@ -188,22 +182,24 @@ def _solve(X, Y, F, R, D, S, hg, p, ws, rtol, atol):  # noqa: C901
             s = 0.0
             for k in range(used):
                 s += y[k] * V[k, i, a]
-            D[i, a] = _scale(X[i, a], rtol, atol, SPHERE) * s
+            D[i, a] = sc[i, a] * s
     return used
 
 
 def make_solve(drift, space: str = "sphere"):
     """Compile the Newton correction's linear solve for a drift (see :func:`_solve`)."""
-    return specialize(_solve, f"{kernel_key(drift)}_{space}",
-                      field=space_field(drift, space), SPHERE=space == "sphere")
+    return specialize(_solve, f"{kernel_key(drift)}_{space}", field=space_field(drift, space))
 
 
 # C901: a compiled kernel, the stages and their Newton iterations in one loop nest
 def _attempt(X, t, h, p, ws, S, rtol, atol, key, counter):  # noqa: C901
     n, d = X.shape
-    Z, Y, F, R = S[_Z], S[_Y], S[_F], S[_R]
+    Z, Y, F, R, sc = S[_Z], S[_Y], S[_F], S[_R], S[_SC]
     Xn = S[S.shape[0] - 1]
     hg = h * _GAMMA
+    for i in range(n):
+        for a in range(d):
+            sc[i, a] = atol + rtol * abs(X[i, a]) if SPHERE else atol + rtol
     kappa = max(10.0 * _EPS / rtol, min(0.03, np.sqrt(rtol)))
     for s in range(_NS):
         for i in range(n):
@@ -222,17 +218,16 @@ def _attempt(X, t, h, p, ws, S, rtol, atol, key, counter):  # noqa: C901
             for i in range(n):
                 for a in range(d):
                     R[i, a] = Z[i, a] + hg * F[i, a] - Y[i, a]
-                    q = (abs(Z[i, a]) + abs(hg * F[i, a]) + abs(Y[i, a])) / _scale(
-                        X[i, a], rtol, atol, SPHERE)
+                    q = (abs(Z[i, a]) + abs(hg * F[i, a]) + abs(Y[i, a])) / sc[i, a]
                     floor += q * q
             # the residual's round-off: no correction is measured below it
             floor = 10.0 * _EPS * np.sqrt(floor / (n * d))
-            solve(X, Y, F, R, Xn, S, hg, p, ws, rtol, atol)
+            solve(Y, F, R, Xn, S, hg, p, ws)
             size = 0.0
             for i in range(n):
                 for a in range(d):
                     Y[i, a] += Xn[i, a]
-                    q = Xn[i, a] / _scale(X[i, a], rtol, atol, SPHERE)
+                    q = Xn[i, a] / sc[i, a]
                     size += q * q
             size = np.sqrt(size / (n * d))
             if not size < np.inf:
@@ -264,8 +259,9 @@ def _attempt(X, t, h, p, ws, S, rtol, atol, key, counter):  # noqa: C901
             for r in range(_NS):
                 e += _E[r] * S[r, i, a]
             Xn[i, a] = Y[i, a]
-            sc = atol + rtol * max(abs(X[i, a]), abs(Y[i, a])) if SPHERE else atol + rtol
-            q = h * e / sc
+            # dopri5's error scale: the larger of the two sizes
+            big = atol + rtol * max(abs(X[i, a]), abs(Y[i, a])) if SPHERE else atol + rtol
+            q = h * e / big
             tot += q * q
     if SPHERE:
         normalize_rows(Xn)

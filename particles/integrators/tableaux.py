@@ -16,6 +16,14 @@ import numpy as np
 __all__ = ["DOPRI5", "SDIRK4", "DiagonallyImplicitTableau", "EmbeddedTableau"]
 
 
+def _padded(rows: tuple[tuple[float, ...], ...]) -> np.ndarray:
+    """Lower-triangular rows of growing length as a zero-padded square array."""
+    out = np.zeros((len(rows), len(rows)))
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = row
+    return out
+
+
 @dataclass(frozen=True)
 class EmbeddedTableau:
     """An explicit embedded Runge-Kutta pair whose last stage is evaluated at the
@@ -53,11 +61,7 @@ class EmbeddedTableau:
 
     def a_matrix(self) -> np.ndarray:
         """``a`` as a zero-padded square array, shape (stages - 1, stages - 1)."""
-        s = len(self.a)
-        out = np.zeros((s, s))
-        for i, row in enumerate(self.a):
-            out[i, :len(row)] = row
-        return out
+        return _padded(self.a)
 
 
 #: Dormand and Prince, "A family of embedded Runge-Kutta formulae", J. Comput.
@@ -122,11 +126,7 @@ class DiagonallyImplicitTableau:
 
     def a_matrix(self) -> np.ndarray:
         """``a`` as a zero-padded square array, shape (stages, stages)."""
-        s = len(self.a)
-        out = np.zeros((s, s))
-        for i, row in enumerate(self.a):
-            out[i, :len(row)] = row
-        return out
+        return _padded(self.a)
 
 
 #: Hairer and Wanner, *Solving Ordinary Differential Equations II*, IV.6,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kerneltools import linear_rows
 from scipy.linalg import expm
 
-from particles._numba import jit
 from particles.circle import ANGLE_INTEGRATORS, AngleTrajectory, simulate_angles
 from particles.fields.angle import angle_drift, angle_params, angle_workspace
 from particles.integrators import INTEGRATORS
@@ -23,21 +23,6 @@ from particles.integrators.driver import (
     fixed_runner,
 )
 from particles.integrators.noise import NO_KEY, no_keys
-
-
-@jit
-def linear_flat(X, p, out, ws):
-    """out = X A^T row by row (a linear ODE x' = A x in each row); counts calls in p[1]."""
-    A = p[0]
-    p[1][0] += 1.0
-    n, d = X.shape
-    for i in range(n):
-        for a in range(d):
-            s = 0.0
-            for b in range(d):
-                s += A[a, b] * X[i, b]
-            out[i, a] = s
-
 
 STEPS = {"rk4": [0.2, 0.1, 0.05, 0.025], "dopri5": [0.2, 0.1, 0.05, 0.025],
          "sdirk4": [0.2, 0.1, 0.05, 0.025]}
@@ -50,7 +35,7 @@ def test_flat_orders_on_linear_system(name):
     A = rng.normal(size=(d, d))  # not skew: the state leaves every sphere
     X0 = rng.normal(size=(n, d))
     exact = X0 @ expm(T * A).T
-    step = compiled_step(name, linear_flat, "flat")
+    step = compiled_step(name, linear_rows, "flat")
     errors = []
     for h in STEPS[name]:
         X = X0.copy()
@@ -75,7 +60,7 @@ def test_flat_dopri5_fsal_and_tolerance():
         X = X0.copy()[None]
         stats = np.zeros((1, 3), dtype=np.int64)
         hs = np.full(1, 0.1)
-        run = adaptive_runner("dopri5", linear_flat, "serial", space="flat")
+        run = adaptive_runner("dopri5", linear_rows, "serial", space="flat")
         run(X, 0.0, T, hs, (A, calls), 1, tol, tol, 10**6, stats, no_keys(1))
         assert stats[0, 2] == STATUS_OK
         attempts = stats[0, 0] + stats[0, 1]
@@ -88,7 +73,7 @@ def test_flat_dopri5_fsal_and_tolerance():
     calls = np.zeros(1)
     Xs = X0 / np.linalg.norm(X0, axis=1, keepdims=True)
     stats = np.zeros((1, 3), dtype=np.int64)
-    adaptive_runner("dopri5", linear_flat, "serial")(
+    adaptive_runner("dopri5", linear_rows, "serial")(
         Xs[None].copy(), 0.0, T, np.full(1, 0.1), (A - A.T, calls), 1, 1e-6, 1e-6, 10**6,
         stats, no_keys(1))
     assert calls[0] == 7 * (stats[0, 0] + stats[0, 1])
@@ -98,7 +83,7 @@ def test_flat_dopri5_fsal_and_tolerance():
 def test_sphere_only_integrators_refuse_flat(name):
     assert "flat" not in INTEGRATORS[name].spaces
     with pytest.raises(ValueError, match="sphere"):
-        compiled_step(name, linear_flat, "flat")
+        compiled_step(name, linear_rows, "flat")
 
 
 @pytest.mark.parametrize("model", ["kuramoto", "sa", "usa"])

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kerneltools import linear_rows
 from scipy.linalg import expm
 
 from particles import simulate
-from particles._numba import jit
 from particles.config import SimulationConfig
 from particles.events import cluster_counts
 from particles.integrators import sdirk4
@@ -75,20 +75,6 @@ def test_compiled_attempt_equals_numpy_twin(h):
     assert np.allclose(np.linalg.norm(S[-1], axis=1), 1, atol=1e-15)
 
 
-@jit
-def stiff_linear(X, p, out, ws):
-    """out = X A^T row by row; counts calls in p[1]."""
-    A = p[0]
-    p[1][0] += 1.0
-    n, d = X.shape
-    for i in range(n):
-        for a in range(d):
-            s = 0.0
-            for b in range(d):
-                s += A[a, b] * X[i, b]
-            out[i, a] = s
-
-
 def test_steps_on_a_stiff_linear_system_are_set_by_accuracy_not_stability():
     # eigenvalues -1e4 (a fast transient) and -0.1 (the slow motion) in the flat space
     P = np.array([[1.0, 0.3], [0.2, 1.0]])
@@ -99,7 +85,7 @@ def test_steps_on_a_stiff_linear_system_are_set_by_accuracy_not_stability():
     calls = np.zeros(1)
     X = X0.copy()[None]
     stats = np.zeros((1, 3), dtype=np.int64)
-    run = adaptive_runner("sdirk4", stiff_linear, "serial", space="flat")
+    run = adaptive_runner("sdirk4", linear_rows, "serial", space="flat")
     run(X, 0.0, T, np.full(1, 1e-5), (A, calls), 1, 1e-7, 1e-9, 10**6, stats, no_keys(1))
     assert stats[0, 2] == STATUS_OK
     assert np.abs(X[0] - exact).max() < 1e-6
