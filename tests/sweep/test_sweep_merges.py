@@ -257,7 +257,11 @@ def test_the_cli_refuses_what_cannot_be_located_or_stopped_in_one_line(tmp_path)
     usage_error(invoke("sweep", *ARGS, "--until-clusters", 1, "--merge-events", "--noise",
                        0.1, "--integrator", "heun", "--out", tmp_path / "u.h5"),
                 "--merge-events must be False with noise")
-    assert not (tmp_path / "t.h5").exists() and not (tmp_path / "u.h5").exists()
+    grid.write_text("merge_events = true\n")
+    usage_error(invoke("sweep", *ARGS, "--config", grid, "--noise", 0.1, "--integrator", "heun",
+                       "--out", tmp_path / "v.h5"),
+                "--merge-events must be False with noise", f"(key merge_events in {grid})")
+    assert not [p for p in tmp_path.iterdir() if p.suffix == ".h5"]
 
 
 def test_a_spec_with_merges_round_trips_and_checks_its_values():
