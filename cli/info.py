@@ -192,6 +192,18 @@ def _merge_line(path: Path) -> str | None:
             f"{unformed} never formed (all grid points)")
 
 
+def _watch_lines(spec) -> list[str]:
+    """The sweep's merge events and stop at a cluster count, where set."""
+    out = []
+    if spec.merge_events:
+        out.append("events       merges located between save times (--merge-events): "
+                   "first-merge and single-cluster times from them")
+    if spec.until_clusters is not None:
+        out.append(f"stop         each grid point at {spec.until_clusters} clusters or fewer "
+                   "in every system (--until-clusters)")
+    return out
+
+
 def sweep_info_lines(path: Path) -> list[str]:
     """The report of ``particles info`` for a sweep file (``particles sweep``)."""
     from particles.io.sweep import read_header
@@ -220,6 +232,7 @@ def sweep_info_lines(path: Path) -> list[str]:
         f"statistics   deltas {', '.join(map(value_text, spec.deltas))}; cluster eps "
         f"{value_text(spec.eps)}; positions {'stored' if h.positions else 'not stored'}",
         *([line] if (line := _merge_line(path) if h.complete else None) else []),
+        *_watch_lines(spec),
         "fixed",
         *(f"  {k.ljust(width)}  {_describe(k, v)}" for k, v in fixed.items()),
     ]

@@ -8,7 +8,7 @@ import click
 from particles_cli.options import CONFIG_OPTIONS, default_text
 
 from particles.sweep.backends import DEFAULT_TIMEOUT, check_timeout
-from particles.sweep.grid import FIXED_ONLY, GRID_FIELDS, field_kind, stop_refusal
+from particles.sweep.grid import FIXED_ONLY, GRID_FIELDS, field_kind
 
 #: help of the fields that are no ``simulate`` option.
 _HELP = {"masses": "Token masses m_j > 0, one per token: M1,M2,...",
@@ -98,16 +98,21 @@ class SweepGroup(click.Group):
               help="Pause the sweep after this many seconds of wall time: at the first task "
               "that finishes after them, every finished task kept and the running ones "
               "stopped; --resume continues it.")
-@click.option("--until-clusters", type=str, hidden=True,
-              help="Refused: it stops single runs (particles simulate) only.")
-@click.option("--merge-events", type=str, hidden=True,
-              help="Refused: merges are located in runs (particles simulate) only.")
+@click.option("--merge-events", is_flag=True, default=None,
+              help="Locate every drop of each system's cluster count (eps = 0.05) between "
+              "save times by bisection, as simulate --batch --merge-events, store the merges "
+              "(/sweep/merges) and take the first-merge and single-cluster times from them; "
+              "deterministic integrators only.")
+@click.option("--until-clusters", type=click.IntRange(min=1), metavar="K",
+              help="Run each grid point's ensemble (one task) until every one of its systems "
+              "has at most K clusters, as simulate --batch --until-clusters: its statistics "
+              "end there, and each system's first passage is stored.")
 @click.pass_context
 def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | None,
           config_file: Path | None, out: Path, overwrite: bool, resume: bool, dry_run: bool,
           no_size_check: bool, keep_positions: bool, chunk: int | None, processes: int | None,
           scheduler: str | None, scheduler_file: Path | None, scheduler_timeout: float | None,
-          max_wall: float | None, until_clusters: str | None, merge_events: str | None,
+          max_wall: float | None, until_clusters: int | None, merge_events: bool | None,
           **options: str | None) -> None:
     """Run ensembles over a grid of parameters into one sweep file.
 
@@ -116,8 +121,9 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
     of the lists, in the order given.  Each grid point runs --runs systems
     and stores, at every save time, the close-pair fractions, the
     cluster-count distribution, mean energy and order parameter, and the
-    formation, first-merge and single-cluster times.  Prints the file and a
-    summary on stdout, a progress bar on stderr.  Ctrl-C (or a kill) keeps
+    formation, first-merge and single-cluster times (from located merges with
+    --merge-events).  Prints the file and a summary on stdout, a progress bar
+    on stderr.  Ctrl-C (or a kill) keeps
     every finished task; --resume finishes the sweep.  `particles sweep
     export FILE --csv OUT` writes a tidy CSV table.
     """
@@ -125,9 +131,6 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
         return
     from particles.errors import SweepError
 
-    for name, given in (("until_clusters", until_clusters), ("merge_events", merge_events)):
-        if given is not None:  # not recorded and ignored: refused
-            raise click.UsageError(stop_refusal(name))
     given = {k: v for k, v in options.items() if v is not None}
     sweep_keys: dict = {}
     values: dict = {}
@@ -135,7 +138,12 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
         spec, max_wall = _spec_of(ctx, given, values, sweep_keys, config_file=config_file,
                                   runs=runs, deltas=deltas, eps=eps, seed=seed,
                                   max_wall=max_wall, resume=resume,
-                                  keep_positions=keep_positions)
+                                  keep_positions=keep_positions,
+                                  watch=(merge_events, until_clusters))
+        if spec is not None:
+            from particles.sweep.run import check_chunk
+
+            check_chunk(spec, chunk)
     except SweepError as exc:
         _fail(_named_in_file(exc, given, values, sweep_keys, config_file))
     _check_workers(chunk, processes, scheduler, scheduler_file, scheduler_timeout)
@@ -152,8 +160,12 @@ def sweep(ctx: click.Context, runs: int, deltas: str, eps: float, seed: int | No
 
 def _spec_of(ctx: click.Context, given: dict, values: dict, sweep_keys: dict, *,
              config_file: Path | None, runs: int, deltas: str, eps: float, seed: int | None,
-             max_wall: float | None, resume: bool, keep_positions: bool):
+             max_wall: float | None, resume: bool, keep_positions: bool,
+             watch: tuple[bool | None, int | None] = (None, None)):
     """The sweep's spec (None to resume with no value given) and its checked ``max_wall``.
+
+    ``watch`` is the command line's ``--merge-events`` and ``--until-clusters``
+    (None: not given, the file's keys or the defaults).
 
     Fills ``values`` (the grid's fields) and ``sweep_keys`` (the file's session keys) as
     it reads them, so that a caller catching a ``SweepError`` can name the file's key.
@@ -181,10 +193,16 @@ def _spec_of(ctx: click.Context, given: dict, values: dict, sweep_keys: dict, *,
         max_wall = sweep_keys.get("max_wall")
     if max_wall is not None:
         max_wall = check_max_wall(max_wall)
+    merge_events, until = watch
+    if merge_events is None:
+        merge_events = sweep_keys.get("merge_events", False)
+    if until is None:
+        until = sweep_keys.get("until_clusters")
     spec = None
     if not resume or values:
         spec = SweepSpec.from_values(values, runs=runs, deltas=delta_values, seed=seed,
-                                     eps=eps, positions=keep_positions)
+                                     eps=eps, positions=keep_positions,
+                                     merge_events=merge_events, until_clusters=until)
     return spec, max_wall
 
 

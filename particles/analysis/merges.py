@@ -37,6 +37,24 @@ First merge time (slow scale)
     of the first-merge risk set (:mod:`particles.analysis.ensemble`).
 Metastable plateaus and slow merges
     The plateaus from the formation time on, and the merge events after it.
+
+With merges located between the frames (``merge_events``,
+:mod:`particles.events`: each drop of the count bisected to the integrator's
+tolerance), :func:`located_timescales` refines two of these times:
+
+First merge time, located
+    The first located merge after the last frame of the formation plateau
+    (NaN when none: no formation, or no merge after it).  Where the plateau
+    ends in a drop of the count (the usual case) this is the merge bisected
+    in the interval before the frame that ends it, so it lies in the save
+    grid's bracket ``(t_{e-1}, t_e]`` of the frame-based time ``t_e``; where
+    it ends otherwise (the count rose, or the system spread) the frame-based
+    time was no merge, and the located one is the next merge, if any.
+Single-cluster time, located
+    The first frame with one cluster, refined to the located merge into one
+    cluster in the interval before it (the time a run with
+    ``until_clusters=1`` records as the passage); the frame's time where no
+    merge led there (one cluster from the start, or out of a spread state).
 """
 
 from __future__ import annotations
@@ -262,6 +280,56 @@ def timescales(times: np.ndarray, counts: np.ndarray, *, min_decades: float = DE
     else:
         form[:] = merge[:] = np.nan
     return form, merge
+
+
+def located_timescales(times: np.ndarray, counts: np.ndarray, first_merge_time: np.ndarray,
+                       system: np.ndarray, time: np.ndarray, after: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """First-merge and single-cluster times of many systems from their located
+    merges (the module docstring's definitions).
+
+    Parameters
+    ----------
+    times : ndarray, shape (F,)
+        The frame times.
+    counts : ndarray of int, shape (m, F)
+        Cluster count of every system at every frame.
+    first_merge_time : ndarray, shape (m,)
+        The frame-based first-merge times (:func:`timescales`; NaN: none).
+    system : ndarray of int, shape (merges,)
+        The system (0 .. m - 1) of each located merge.
+    time, after : ndarray, shape (merges,)
+        Its time and the cluster count after it.
+
+    Returns
+    -------
+    first_merge_time, single_cluster_time : ndarray, shape (m,)
+        NaN, and inf, where not seen.
+    """
+    times = np.asarray(times, dtype=np.float64)
+    counts = np.asarray(counts)
+    m = counts.shape[0]
+    system = np.asarray(system, dtype=np.int64)
+    order = np.lexsort((np.asarray(time), system))
+    system, time, after = system[order], np.asarray(time)[order], np.asarray(after)[order]
+    bounds = np.searchsorted(system, np.arange(m + 1))
+    first = np.full(m, np.nan)
+    single = np.full(m, np.inf)
+    one = counts == 1
+    for b in range(m):
+        t, a = time[bounds[b]:bounds[b + 1]], after[bounds[b]:bounds[b + 1]]
+        grid = first_merge_time[b]
+        if np.isfinite(grid):  # the formation plateau ends at frame e (time t_e)
+            last = times[np.searchsorted(times, grid) - 1]  # its last frame
+            later = t > last
+            if later.any():
+                first[b] = t[np.argmax(later)]
+        if one[b].any():
+            k = int(np.argmax(one[b]))
+            lo = times[k - 1] if k else -np.inf
+            into = (a == 1) & (t > lo) & (t <= times[k])
+            single[b] = t[np.argmax(into)] if into.any() else times[k]
+    return first, single
 
 
 def two_cluster_merge_time(beta: float, phi: float, *, masses: tuple[float, float] = (1.0, 1.0),

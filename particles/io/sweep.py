@@ -8,8 +8,9 @@ schema and software versions)::
                                sweep (JSON: fixed fields, axes, runs, deltas, eps,
                                levels, root seed), seed (decimal string),
                                config (JSON of the fixed fields)
-    /sweep                     attrs: format = 2, axes (JSON list of the swept
-                               fields, grid order), runs, points, eps
+    /sweep                     attrs: format = 2 (3: with merges or passages, below),
+                               axes (JSON list of the swept fields, grid order),
+                               runs, points, eps
         axes/<name>            values of each swept field (float64, int64 or str)
         time     (F,)          save times (shared by every grid point)
         delta    (K,)          close-pair thresholds
@@ -26,6 +27,19 @@ schema and software versions)::
             first_merge_time   (points, runs)       float64, NaN: not seen
             single_cluster_time (points, runs)      float64, inf: never
             positions          (points, runs, F, n, d) float64 (only when asked)
+            frames             (points, runs)       uint: save times computed, F unless
+                                                    the point stopped (--until-clusters)
+            passage_time       (points, runs)       float64: first passage to at most
+                                                    until_clusters clusters (located with
+                                                    --merge-events, else the frame's
+                                                    time), inf: not by the end (both
+                                                    only with --until-clusters)
+        merges/                the located merges (only with --merge-events), one row
+                               per merge, in the order tasks finished until the sweep
+                               completes, then sorted by (point, system, time):
+            point, system      int64 (merges,)
+            time               float64 (merges,)  first time seen with fewer clusters
+            before, after      int64 (merges,)    cluster counts either side
         stats/<name>           aggregated statistics, written once every system is
                                done; attribute dims = JSON list of dimension names
                                (grid axes, then time, delta, quantile, clusters,
@@ -42,6 +56,15 @@ sweep with :class:`~particles.errors.OutputWriteError` before the file
 changes, and leaves it readable and resumable.
 Per-system datasets are chunked by systems and allocated as they are
 written: an unfinished sweep takes the room of its finished systems.
+A task's merges are appended with its results, before its ``done`` flags:
+reopening drops the rows of systems not done (a task killed between the
+two), so a resumed sweep holds each system's merges once.  The rows are
+sorted once every system is done (a sorted copy written whole, then put in
+the table's place; reopening finishes or drops a copy a kill left), so the
+finished file does not depend on the order in which tasks finished.
+Frames after a grid point's stop (``--until-clusters``) are not computed:
+their per-frame values are 0 (NaN for floats) and ``frames`` says where
+they end.
 """
 
 from __future__ import annotations
@@ -74,18 +97,32 @@ from particles.io.hdf5 import (
 )
 from particles.io.kinds import Example, register
 
-__all__ = ["DAMAGE", "FORMAT", "KIND", "STATS", "SWEEP", "SweepHeader", "SweepLayout",
-           "SweepWriter", "TaskRows", "check_layout", "damaged", "is_sweep", "is_sweep_file",
-           "open_sweep", "read_contents", "read_header", "read_stats", "read_systems",
-           "reading"]
+__all__ = ["DAMAGE", "FORMAT", "KIND", "MERGE_COLUMNS", "MERGE_SOURCES", "MERGE_STATS",
+           "PASSAGE_STATS", "STATS", "SWEEP",
+           "SweepHeader", "SweepLayout", "SweepWriter", "TaskRows", "check_layout", "damaged",
+           "is_sweep", "is_sweep_file", "open_sweep", "read_contents", "read_header",
+           "read_merges", "read_stats", "read_systems", "reading"]
 
 #: ``/parameters`` attribute ``kind`` of a sweep file.
 KIND = "sweep"
 
 #: version of the ``/sweep`` layout above (2: a spread system counts 0
 #: clusters, where format 1 counted its one linked group as 1; the statistics
-#: spread_fraction and first_merge_one_cluster).
-FORMAT = 2
+#: spread_fraction and first_merge_one_cluster; 3: located merges and stops at
+#: a cluster count, which an older reader would resume without).  Files
+#: without either are written as format 2, as before.
+FORMAT = 3
+
+#: the format of a file without located merges or stops.
+PLAIN_FORMAT = 2
+
+#: the group of located merges and its columns (name -> dtype), in sort order.
+MERGES = "merges"
+MERGE_COLUMNS: dict[str, type] = {"point": np.int64, "system": np.int64,
+                                  "time": np.float64, "before": np.int64, "after": np.int64}
+
+#: rows per HDF5 chunk of a merge column.
+_MERGE_CHUNK = 4096
 
 #: per-system datasets with a frame axis (name -> extra axes after the frame axis).
 FRAME_DATASETS = ("pair_counts", "cluster_count", "energy", "order_parameter")
@@ -109,6 +146,17 @@ STATS: dict[str, tuple[str, ...]] = {
     "first_merge_one_cluster": (),
     "single_cluster_time": ("system",),
 }
+
+#: statistics of a sweep that stops at a cluster count (``until_clusters``), only then.
+PASSAGE_STATS: dict[str, tuple[str, ...]] = {"passage_time": ("system",)}
+
+#: the statistics that come from located merges where a file has them
+#: (:mod:`particles.sweep.aggregate`).
+MERGE_STATS = ("first_merge_time", "single_cluster_time")
+
+#: their ``source`` attribute: from the save grid (False: also where it is
+#: absent, as in files written before), or located (True).
+MERGE_SOURCES = {False: "save_grid", True: "located"}
 
 #: what reading a damaged file raises, from h5py, NumPy and json: each becomes one
 #: line naming the file (:func:`damaged`).
@@ -167,6 +215,8 @@ class SweepHeader:
     summations : tuple of str
         The summation each grid point's recorded configuration uses (a resume
         keeps it, whatever ``auto`` would choose now).
+    merges : bool
+        Whether the file holds located merges (``--merge-events``).
     """
 
     path: Path
@@ -176,6 +226,7 @@ class SweepHeader:
     times: np.ndarray
     positions: bool
     summations: tuple[str, ...] = ()
+    merges: bool = False
 
     @property
     def systems_done(self) -> int:
@@ -273,7 +324,7 @@ def _problems(f: h5py.File, path: Path) -> list[str]:
                  system=runs)
     problems = [*_grid_problems(g, axes, sizes, points, runs),
                 *_system_problems(g, sizes, points, runs),
-                *_stats_problems(g, axes, sizes)]
+                *_stats_problems(g, axes, sizes), *_merge_problems(g)]
     return problems + _completion_problems(g, complete, problems)
 
 
@@ -336,14 +387,38 @@ def _system_problems(g: h5py.Group, sizes: dict, points: int, runs: int) -> list
     return problems
 
 
+def _merge_problems(g: h5py.Group) -> list[str]:
+    """A table of merges that lacks a column, holds the wrong kind of values, or
+    whose columns differ in length."""
+    if MERGES not in g:
+        return []
+    table = g[MERGES]
+    if not isinstance(table, h5py.Group):
+        return [f"{MERGES} is not a group"]
+    problems, lengths = [], set()
+    for name, dtype in MERGE_COLUMNS.items():
+        ds = table.get(name)
+        want = "f" if np.dtype(dtype).kind == "f" else "iu"
+        if not isinstance(ds, h5py.Dataset) or ds.ndim != 1:
+            problems.append(f"{MERGES}/{name} is not a column")
+        elif ds.dtype.kind not in want:
+            problems.append(f"{MERGES}/{name} holds {ds.dtype}, not {_KIND_WORDS[want]}")
+        else:
+            lengths.add(ds.shape[0])
+    if len(lengths) > 1:
+        problems.append(f"the columns of {MERGES} differ in length ({sorted(lengths)})")
+    return problems
+
+
 def _stats_problems(g: h5py.Group, axes: list[str], sizes: dict) -> list[str]:
     """Statistics over the wrong dimensions, or of a shape that disagrees with them."""
     problems = []
     for name, ds in g["stats"].items():
         dims = json.loads(ds.attrs["dims"])
         want = tuple(sizes.get(d, -1) for d in dims)
-        if name in STATS and dims != [*axes, *STATS[name]]:
-            problems.append(f"statistic {name} over {dims}, not {[*axes, *STATS[name]]}")
+        known = {**STATS, **PASSAGE_STATS}
+        if name in known and dims != [*axes, *known[name]]:
+            problems.append(f"statistic {name} over {dims}, not {[*axes, *known[name]]}")
         if ds.shape != want:
             problems.append(f"statistic {name} of shape {ds.shape}, its dimensions "
                             f"{dims} being {want}")
@@ -364,7 +439,7 @@ def _completion_problems(g: h5py.Group, complete: int, problems: list[str]) -> l
                      "are not done")
     # the statistics are written all at once: a complete file has all or none
     missing = [k for k in STATS if k not in g["stats"]]
-    if 0 < len(missing) < len(STATS) and _number(g.attrs.get("format", 0)) >= FORMAT:
+    if 0 < len(missing) < len(STATS) and _number(g.attrs.get("format", 0)) >= PLAIN_FORMAT:
         found.append(f"marked complete, but without the statistics "
                      f"{', '.join(missing)}")
     return found
@@ -390,6 +465,7 @@ def read_header(path: str | Path) -> SweepHeader:
             positions="positions" in g["systems"],
             summations=tuple(json.loads(c).get("summation", "direct")
                              for c in g["configs"].asstr()[()]),
+            merges=MERGES in g,
         )
 
 
@@ -421,10 +497,48 @@ def read_stats(f: h5py.File) -> dict[str, tuple[np.ndarray, tuple[str, ...]]]:
         return {k: (g[k][()], tuple(json.loads(g[k].attrs["dims"]))) for k in g}
 
 
+def read_merges(f: h5py.File) -> dict[str, np.ndarray] | None:
+    """The located merges of the systems done, sorted by (point, system, time):
+    column name (:data:`MERGE_COLUMNS`) -> (merges,) array; None for a file
+    without them (a sweep run without ``--merge-events``).
+
+    Raises
+    ------
+    SweepError
+        A column that cannot be read (one line naming the file).
+    """
+    with reading(f.filename):
+        g = f["sweep"]
+        if MERGES not in g:
+            return None
+        columns = {k: np.asarray(g[MERGES][k][()], dtype=dt)
+                   for k, dt in MERGE_COLUMNS.items()}
+        done = np.asarray(g["done"][()], dtype=bool)
+        return _done_rows(columns, done)
+
+
+def _done_mask(columns: dict[str, np.ndarray], done: np.ndarray) -> np.ndarray:
+    """Which rows of a table of merges belong to systems done, (rows,) bool."""
+    point, system = columns["point"], columns["system"]
+    inside = ((point >= 0) & (point < done.shape[0]) & (system >= 0)
+              & (system < done.shape[1]))
+    keep = np.zeros(point.shape, dtype=bool)
+    keep[inside] = done[point[inside], system[inside]]
+    return keep
+
+
+def _done_rows(columns: dict[str, np.ndarray], done: np.ndarray) -> dict[str, np.ndarray]:
+    """The rows of systems done, sorted by (point, system, time)."""
+    keep = _done_mask(columns, done)
+    rows = {k: v[keep] for k, v in columns.items()}
+    order = np.lexsort((rows["time"], rows["system"], rows["point"]))
+    return {k: v[order] for k, v in rows.items()}
+
+
 def read_contents(path: str | Path) -> dict[str, Any]:
     """Everything a sweep file holds: ``header`` (:class:`SweepHeader`), ``systems``
-    (dataset name -> (points, runs, ...) array) and ``stats`` (as
-    :func:`read_stats`).
+    (dataset name -> (points, runs, ...) array), ``stats`` (as
+    :func:`read_stats`) and ``merges`` (as :func:`read_merges`).
 
     Raises
     ------
@@ -436,7 +550,8 @@ def read_contents(path: str | Path) -> dict[str, Any]:
     with open_sweep(path) as f:
         with reading(path):
             systems = {k: ds[()] for k, ds in f["sweep/systems"].items()}
-        return {"header": header, "systems": systems, "stats": read_stats(f)}
+        return {"header": header, "systems": systems, "stats": read_stats(f),
+                "merges": read_merges(f)}
 
 
 def _chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -475,6 +590,10 @@ class SweepLayout:
         Every grid point's configuration (JSON), in flat grid order.
     positions : (n, d), optional
         Store positions of that shape.
+    merges : bool
+        Hold a table of located merges (``--merge-events``).
+    until : bool
+        Hold each system's frames and first passage (``--until-clusters``).
     """
 
     spec_json: str
@@ -490,11 +609,18 @@ class SweepLayout:
     max_pairs: int
     configs: tuple[str, ...]
     positions: tuple[int, int] | None = None
+    merges: bool = False
+    until: bool = False
 
     @property
     def points(self) -> int:
         """Grid points."""
         return len(self.configs)
+
+    @property
+    def format(self) -> int:
+        """The ``/sweep`` format the file is written in (:data:`FORMAT`)."""
+        return FORMAT if self.merges or self.until else PLAIN_FORMAT
 
     def datasets(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
         """Per-system dataset name -> (shape after the (points, runs) axes, dtype)."""
@@ -517,6 +643,9 @@ class SweepLayout:
         }
         if self.positions is not None:
             specs["positions"] = ((F, *self.positions), np.dtype(np.float64))
+        if self.until:
+            specs["frames"] = ((), uint(F))
+            specs["passage_time"] = ((), np.dtype(np.float64))
         return specs
 
 
@@ -524,12 +653,14 @@ class SweepLayout:
 class TaskRows:
     """The per-system results of systems ``[start, stop)`` of grid point ``point``:
     the item a sweep session streams (``arrays``: dataset name -> values of
-    shape (stop - start, ...))."""
+    shape (stop - start, ...); ``merges``: their located merges, columns
+    ``system`` (in the grid point), ``time``, ``before``, ``after``, or None)."""
 
     point: int
     start: int
     stop: int
     arrays: dict[str, np.ndarray]
+    merges: dict[str, np.ndarray] | None = None
 
 
 class SweepWriter:
@@ -567,7 +698,7 @@ class SweepWriter:
             params.attrs["seed"] = str(layout.seed)
             params.attrs["config"] = layout.base_json
             g = f.create_group("sweep")
-            g.attrs["format"] = np.int64(FORMAT)
+            g.attrs["format"] = np.int64(layout.format)
             g.attrs["axes"] = json.dumps([k for k, _ in layout.axes])
             g.attrs["runs"] = np.int64(runs)
             g.attrs["points"] = np.int64(points)
@@ -587,6 +718,8 @@ class SweepWriter:
             for name, (extra, dt) in layout.datasets().items():
                 shape = (points, runs, *extra)
                 s.create_dataset(name, shape=shape, dtype=dt, chunks=_chunks(shape, dt.itemsize))
+            if layout.merges:
+                _merge_table(g, MERGES)
             g.create_group("stats")
 
         f, reserve = create_file(path, fill)
@@ -607,13 +740,14 @@ class SweepWriter:
         read_header(path)  # one-line errors for files that are no sweeps
         with open_sweep(path) as f:
             stored = int(f["sweep"].attrs.get("format", 0))
-        if stored < FORMAT:  # its counts follow other rules: no mixing of the two
+        if stored < PLAIN_FORMAT:  # its counts follow other rules: no mixing of the two
             raise sweep_error(path, f"written by an older particles (sweep format {stored}, "
                               "which counts a spread system as one cluster); run the sweep "
                               "again without --resume")
 
         def prepare(f: h5py.File) -> None:
             f["parameters"].attrs["complete"] = np.int8(0)
+            _mend_merges(f["sweep"])
 
         f, reserve, _ = reopen_file(path, prepare, error=sweep_error,
                                     busy="a sweep still going?")
@@ -652,27 +786,43 @@ class SweepWriter:
             self._failed = write_failure(self.path, exc, needed=nbytes, frames=None)
             raise self._failed from None
 
-    def write(self, point: int, start: int, stop: int, arrays: dict[str, np.ndarray]) -> None:
-        """Write the per-system results of systems ``[start, stop)`` of ``point``,
-        then mark them done and flush.
+    def write(self, point: int, start: int, stop: int, arrays: dict[str, np.ndarray],
+              merges: dict[str, np.ndarray] | None = None) -> None:
+        """Write the per-system results of systems ``[start, stop)`` of ``point``
+        and their merges, then mark them done and flush.
 
         Parameters
         ----------
         arrays : dict of str to ndarray
             Dataset name -> values of shape (stop - start, ...), converted to
             the stored dtype.
+        merges : dict of str to ndarray, optional
+            The systems' located merges: columns ``system`` (in the grid
+            point), ``time``, ``before``, ``after`` (a file with a table of
+            merges needs them, empty where none was located).
 
         Raises
         ------
         OutputWriteError
             Disk full or another write failure; nothing of this task is marked done.
+        SweepError
+            Merges for a file without their table, or none for one with it.
         """
         g = self._file["sweep/systems"]
+        table = self._file["sweep"].get(MERGES)
+        if (merges is None) != (table is None):
+            raise SweepError(f"{self.path}: " + ("the sweep locates merges; a task came "
+                                                 "without them" if merges is None else
+                                                 "merges for a sweep that locates none"))
+        rows = 0 if merges is None else len(merges["time"])
         nbytes = self._allocation(point, start, stop, [g[k] for k in arrays])
+        nbytes += rows * _ROW_BYTES + (_MERGE_CHUNK * _ROW_BYTES if rows else 0)
 
         def write() -> None:
             for k, v in arrays.items():
                 g[k][point, start:stop] = np.asarray(v).astype(g[k].dtype, copy=False)
+            if rows:
+                _append_rows(table, {**merges, "point": np.full(rows, point)})
             self._file.flush()  # the data before the flags that say it is there
             self._file["sweep/done"][point, start:stop] = 1
 
@@ -696,16 +846,43 @@ class SweepWriter:
 
     def append(self, item: TaskRows) -> bool:
         """:meth:`write` one task's results; always True (written at once)."""
-        self.write(item.point, item.start, item.stop, item.arrays)
+        self.write(item.point, item.start, item.stop, item.arrays, item.merges)
         return True
+
+    def sort_merges(self) -> None:
+        """Sort the table of merges by (point, system, time), once every system is
+        done: a sorted copy is written whole and flushed, then takes the table's
+        place (a kill in between leaves a copy that reopening finishes or drops).
+        Nothing to do in a file without merges."""
+        g = self._file["sweep"]
+        if MERGES not in g:
+            return
+        columns = {k: g[MERGES][k][()] for k in MERGE_COLUMNS}
+        rows = _done_rows(columns, self.done)
+        if all(np.array_equal(rows[k], columns[k]) for k in MERGE_COLUMNS):
+            return  # sorted already (a resumed finish, or one task)
+        count = len(rows["time"])
+
+        def write() -> None:
+            if _SORTED in g:
+                del g[_SORTED]
+            _append_rows(_merge_table(g, _SORTED), rows)
+            self._file.flush()  # the copy is whole before it replaces the table
+            del g[MERGES]
+            g.move(_SORTED, MERGES)
+
+        self._guarded(count * _ROW_BYTES + _MERGE_CHUNK * _ROW_BYTES, write)
 
     def flush(self) -> None:
         """Nothing to do: every task is flushed when written."""
 
-    def write_stats(self, stats: dict[str, tuple[np.ndarray, tuple[str, ...]]]) -> None:
-        """Write (or replace) the aggregated statistics: ``name -> (values, dims)``."""
+    def write_stats(self, stats: dict[str, tuple[np.ndarray, tuple[str, ...]]],
+                    attrs: dict[str, dict[str, str]] | None = None) -> None:
+        """Write (or replace) the aggregated statistics: ``name -> (values, dims)``,
+        and text attributes of some of them (``name -> {key: value}``)."""
         g = self._file["sweep/stats"]
         nbytes = sum(np.asarray(v).nbytes for v, _ in stats.values())
+        attrs = attrs or {}
 
         def write() -> None:
             for k, (v, dims) in stats.items():
@@ -713,6 +890,8 @@ class SweepWriter:
                     del g[k]
                 ds = g.create_dataset(k, data=np.asarray(v))
                 ds.attrs["dims"] = json.dumps(list(dims))
+                for key, value in attrs.get(k, {}).items():
+                    ds.attrs[key] = value
 
         self._guarded(nbytes, write)
 
@@ -735,6 +914,59 @@ class SweepWriter:
             close_quietly(self._file, self._reserve)
             raise
         close_file(self._file, self._reserve)
+
+
+#: bytes of one row of the table of merges.
+_ROW_BYTES = sum(np.dtype(dt).itemsize for dt in MERGE_COLUMNS.values())
+
+#: the sorted copy of the table of merges, while it is written.
+_SORTED = MERGES + ".sorted"
+
+
+def _merge_table(g: h5py.Group, name: str) -> h5py.Group:
+    """An empty table of merges ``g/name``: one growing column per :data:`MERGE_COLUMNS`."""
+    table = g.create_group(name)
+    for column, dtype in MERGE_COLUMNS.items():
+        table.create_dataset(column, shape=(0,), maxshape=(None,), chunks=(_MERGE_CHUNK,),
+                             dtype=dtype)
+    return table
+
+
+def _append_rows(table: h5py.Group, columns: dict[str, np.ndarray]) -> None:
+    """Append rows (column name -> (rows,) values) to a table of merges."""
+    rows = len(columns["time"])
+    for column, dtype in MERGE_COLUMNS.items():
+        ds = table[column]
+        old = ds.shape[0]
+        ds.resize((old + rows,))
+        ds[old:] = np.asarray(columns[column], dtype=dtype)
+
+
+def _mend_merges(g: h5py.Group) -> None:
+    """Before a sweep continues: finish or drop the sorted copy a kill left
+    (:meth:`SweepWriter.sort_merges`), and drop the rows of systems not done
+    (a task killed between its merges and its ``done`` flags), so that the
+    rerun systems' merges are not held twice."""
+    if _SORTED in g:
+        if MERGES in g:
+            del g[_SORTED]  # killed before the copy took the table's place: unsorted
+        else:
+            g.move(_SORTED, MERGES)  # killed in between: the copy is whole
+    if MERGES not in g:
+        return
+    table = g[MERGES]
+    columns = {k: table[k][()] for k in MERGE_COLUMNS}
+    keep = _done_mask(columns, np.asarray(g["done"][()], dtype=bool))
+    count = int(keep.sum())
+    if count == keep.size:
+        return
+    # tasks are written one after the other, so the rows not done are the last
+    # ones (cut off, the others untouched); any others are gathered first
+    gather = not keep[:count].all()
+    for column in MERGE_COLUMNS:
+        if gather:
+            table[column][:count] = columns[column][keep]
+        table[column].resize((count,))
 
 
 def sweep_bytes(layout: SweepLayout, systems: int) -> int:

@@ -36,6 +36,24 @@ clusters: :mod:`particles.observables.spread`); the distribution's rows and
 (:func:`~particles.analysis.ensemble.ensemble_stats`: formation over every
 system, first merge over the systems that formed two or more clusters; those
 that formed one cannot merge and are counted in ``first_merge_one_cluster``).
+
+With located merges (``merge_events``: the file's table of merges), the
+per-system first-merge and single-cluster times come from them
+(:func:`particles.analysis.merges.located_timescales`: the merge bisected
+between the frames instead of the frame after it) before the Kaplan-Meier
+curves are made, censoring unchanged; the statistics ``first_merge_time``
+and ``single_cluster_time`` then carry the attribute ``source = "located"``
+(:data:`MERGE_SOURCES`; without it they come from the save grid, as in
+files written before).
+
+With ``until_clusters`` a grid point stops at the first save time at which
+every one of its systems has between 1 and K clusters (its frames after
+that were not computed): the per-frame statistics are NaN from there on,
+the time scales are those of the frames computed (censored at the stop, not
+at T; a merge before it is seen), ``single_cluster_time`` is inf for a
+system not at one cluster by the stop, and the statistic ``passage_time``
+(:data:`PASSAGE_STATS`, only then) holds each system's first passage to
+at most K clusters.
 """
 
 from __future__ import annotations
@@ -43,13 +61,20 @@ from __future__ import annotations
 import numpy as np
 
 from particles.analysis.ensemble import ensemble_stats
-from particles.io.sweep import STATS  # statistic -> dims after the grid axes
+from particles.analysis.merges import located_timescales
+from particles.io.sweep import (  # statistic -> dims after the grid axes
+    MERGE_SOURCES,
+    MERGE_STATS,
+    PASSAGE_STATS,
+    STATS,
+)
 
-__all__ = ["STATS", "aggregate_point"]
+__all__ = ["MERGE_SOURCES", "MERGE_STATS", "PASSAGE_STATS", "STATS", "aggregate_point"]
 
 
 def aggregate_point(systems: dict[str, np.ndarray], *, n: int, times: np.ndarray,
-                    levels: tuple[float, ...], max_n: int) -> dict[str, np.ndarray]:
+                    levels: tuple[float, ...], max_n: int,
+                    merges: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """The statistics of one grid point from its per-system results.
 
     Parameters
@@ -57,19 +82,57 @@ def aggregate_point(systems: dict[str, np.ndarray], *, n: int, times: np.ndarray
     systems : dict of str to ndarray
         ``pair_counts`` (runs, F, K), ``cluster_count`` (runs, F), ``energy``,
         ``order_parameter`` (runs, F), ``formation_time``, ``first_merge_time``,
-        ``single_cluster_time`` (runs,).
+        ``single_cluster_time`` (runs,); with ``until_clusters`` also
+        ``frames`` and ``passage_time`` (runs,).
     n : int
         Tokens of the point (pairs: n (n - 1) / 2).
     times : ndarray, shape (F,)
     levels : tuple of float
     max_n : int
         Length of the clusters axis.
+    merges : dict of str to ndarray, optional
+        The point's located merges (columns ``system``, ``time``, ``after``):
+        the first-merge and single-cluster times come from them.
 
     Returns
     -------
     dict of str to ndarray
-        One entry per :data:`STATS` name, shaped by its dims (without the grid).
+        One entry per :data:`STATS` name (and :data:`PASSAGE_STATS` with
+        ``frames``), shaped by its dims (without the grid).
+
+    Raises
+    ------
+    ValueError
+        ``frames`` that differ between the systems (a grid point stops as one).
     """
+    if "frames" not in systems:
+        return _aggregate(systems, n=n, times=times, levels=levels, max_n=max_n,
+                          merges=merges)
+    frames = np.asarray(systems["frames"], dtype=np.int64)
+    if frames.size and np.any(frames != frames[0]):
+        raise ValueError(f"the systems of a grid point stopped at {sorted(set(frames))} "
+                         "frames; they stop together")
+    F = len(times)
+    S = int(frames[0]) if frames.size else F
+    cut = {k: (np.asarray(v)[:, :S] if k in _FRAME_SYSTEMS else v) for k, v in systems.items()}
+    out = _aggregate(cut, n=n, times=times[:S], levels=levels, max_n=max_n, merges=merges)
+    for k, dims in STATS.items():  # the frames after the stop: not computed
+        if dims and dims[0] == "time":
+            full = np.full((F, *out[k].shape[1:]), np.nan)
+            full[:S] = out[k]
+            out[k] = full
+    out["passage_time"] = np.asarray(systems["passage_time"], dtype=np.float64)
+    return out
+
+
+#: per-system results with a time axis.
+_FRAME_SYSTEMS = ("pair_counts", "cluster_count", "energy", "order_parameter")
+
+
+def _aggregate(systems: dict[str, np.ndarray], *, n: int, times: np.ndarray,
+               levels: tuple[float, ...], max_n: int,
+               merges: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
+    """:func:`aggregate_point` of the frames computed."""
     counts = np.asarray(systems["cluster_count"], dtype=np.int64)
     runs = counts.shape[0]
     npairs = n * (n - 1) // 2
@@ -80,8 +143,13 @@ def aggregate_point(systems: dict[str, np.ndarray], *, n: int, times: np.ndarray
         pair_fraction = np.full(pc.shape[1:], np.nan)
     ks = np.arange(1, max_n + 1)
     distribution = (counts.T[:, :, None] == ks[None, None, :]).sum(axis=1) / runs
-    es = ensemble_stats(times, counts.T, systems["formation_time"],
-                        systems["first_merge_time"], levels=levels)
+    first_merge = systems["first_merge_time"]
+    single = systems["single_cluster_time"]
+    if merges is not None:
+        first_merge, single = located_timescales(times, counts, first_merge, merges["system"],
+                                                 merges["time"], merges["after"])
+    es = ensemble_stats(times, counts.T, systems["formation_time"], first_merge,
+                        levels=levels)
 
     def finite(q: np.ndarray, systems: int) -> np.ndarray:
         # not reached by T: inf; nobody at risk: undefined (NaN)
@@ -107,5 +175,5 @@ def aggregate_point(systems: dict[str, np.ndarray], *, n: int, times: np.ndarray
         "formation_censored": np.int64(es.formation.censored),
         "first_merge_censored": np.int64(es.first_merge.censored),
         "first_merge_one_cluster": np.int64(es.one_cluster),
-        "single_cluster_time": np.asarray(systems["single_cluster_time"], dtype=np.float64),
+        "single_cluster_time": np.asarray(single, dtype=np.float64),
     }

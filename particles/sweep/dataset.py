@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 
 from particles.errors import OutputPathError, SweepError
-from particles.io.sweep import open_sweep, read_stats, reading, sweep_error
+from particles.io.sweep import (
+    MERGE_SOURCES,
+    MERGE_STATS,
+    open_sweep,
+    read_stats,
+    reading,
+    sweep_error,
+)
 from particles.paths import check_output_path, put_in_place, same_file, temporary_path
 
 __all__ = ["export_csv", "load"]
@@ -33,7 +40,12 @@ def load(path: str | Path) -> Any:
     ``delta``, ``quantile``, ``clusters`` (1 .. largest n) and ``system``.
     Data variables: see :mod:`particles.sweep.aggregate`.  Attributes: the
     sweep (JSON), its fixed fields (``config``, JSON), the swept axes, root
-    seed, runs, eps of the cluster detection and software versions.
+    seed, runs, eps of the cluster detection, software versions,
+    ``merge_times``: where the first-merge and single-cluster times come
+    from (``"located"``: merges located between the save times,
+    ``--merge-events``; ``"save_grid"``: the save times; the two variables
+    carry it as ``source`` too), and ``until_clusters`` (K) for a sweep
+    whose grid points stopped at K clusters.
 
     Parameters
     ----------
@@ -83,7 +95,12 @@ def _contents(f: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[
     coords["quantile"] = g["quantile"][()]
     coords["clusters"] = g["clusters"][()]
     coords["system"] = np.arange(runs)
-    data = {k: (dims, values) for k, (values, dims) in read_stats(f).items()}
+    stats = g["stats"]
+    data = {k: (dims, values, {key: str(stats[k].attrs[key]) for key in ("source",)
+                               if key in stats[k].attrs})
+            for k, (values, dims) in read_stats(f).items()}
+    sources = {v[2].get("source", MERGE_SOURCES[False]) for k, v in data.items()
+               if k in MERGE_STATS}
     attrs = {
         "sweep": str(params.attrs["sweep"]),
         "config": str(params.attrs["config"]),
@@ -92,7 +109,11 @@ def _contents(f: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[
         "runs": runs,
         "eps": float(g.attrs["eps"]),
         "versions": json.dumps({k: str(v) for k, v in params["versions"].attrs.items()}),
+        "merge_times": sources.pop() if len(sources) == 1 else MERGE_SOURCES[False],
     }
+    until = json.loads(str(params.attrs["sweep"])).get("until_clusters")
+    if until is not None:
+        attrs["until_clusters"] = int(until)
     return coords, data, attrs
 
 

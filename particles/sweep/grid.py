@@ -75,10 +75,11 @@ DEFAULT_DELTAS = (0.1, 0.01, 0.001)
 #: fields that a sweep sets itself (``batch`` is ``runs``; ``seed`` is the root seed).
 NOT_SWEPT = ("batch", "seed", "positions")
 
-#: stops and events of a single run, which are no grid fields: a sweep has no
-#: per-system stops (``until_clusters``), locates no merges (``merge_events``: its
-#: times come from the save grid), and its wall-time budget is one for the whole
-#: session (:func:`particles.sweep.run.run_sweep`'s ``max_wall``).
+#: stops and events of a single run, which are no grid fields: merge events
+#: (``merge_events``) and the stop at a cluster count (``until_clusters``) are
+#: settings of the whole sweep (:class:`SweepSpec`'s, ``particles sweep
+#: --merge-events --until-clusters K``), and its wall-time budget is one for the
+#: whole session (:func:`particles.sweep.run.run_sweep`'s ``max_wall``).
 RUN_STOPS = ("until_clusters", "max_wall", "merge_events")
 
 
@@ -88,11 +89,10 @@ def stop_refusal(name: str) -> str:
         return ("--max-wall is a budget of the whole sweep (particles sweep --max-wall "
                 "SECONDS, run_sweep(max_wall=...)), not a grid parameter")
     if name == "merge_events":
-        return ("--merge-events locates merges in runs and their ensembles only "
-                "(particles simulate --batch B --merge-events); a sweep takes its merge "
-                "times from the save grid")
-    return (f"{option_name(name)} stops single runs only (particles simulate); a sweep "
-            "has no per-system stops yet")
+        return ("--merge-events is a setting of the whole sweep (particles sweep "
+                "--merge-events, SweepSpec(merge_events=True)), not a grid parameter")
+    return (f"{option_name(name)} is a setting of the whole sweep (particles sweep "
+            f"{option_name(name)} K, SweepSpec({name}=K)), not a grid parameter")
 
 
 def check_max_wall(seconds: Any) -> float:
@@ -127,7 +127,7 @@ _HINTS = typing.get_type_hints(SimulationConfig)
 GRID_FIELDS = tuple(k for k in _FIELDS if k not in NOT_SWEPT and k not in RUN_STOPS)
 
 #: keys of a sweep TOML file that are no configuration fields.
-SESSION_KEYS = ("runs", "delta", "seed", "eps", "max_wall")
+SESSION_KEYS = ("runs", "delta", "seed", "eps", "max_wall", "merge_events", "until_clusters")
 
 
 def option_name(name: str) -> str:
@@ -384,6 +384,22 @@ def _checked_seed(seed: Any) -> int:
     return int(seed)
 
 
+def _checked_merge_events(given: Any) -> bool:
+    """``merge_events``, a boolean."""
+    if not isinstance(given, bool | np.bool_):
+        raise SweepError(f"--merge-events must be True or False, got {given!r}")
+    return bool(given)
+
+
+def _checked_until(given: Any) -> int | None:
+    """``until_clusters``, None or a positive integer."""
+    if given is None:
+        return None
+    if isinstance(given, bool) or not isinstance(given, int | np.integer) or given < 1:
+        raise SweepError(f"--until-clusters must be a positive integer, got {given!r}")
+    return int(given)
+
+
 def _checked_levels(given: Any) -> tuple[float, ...]:
     """The quantile levels, in (0, 1)."""
     levels = tuple(float(q) for q in given)
@@ -430,6 +446,15 @@ class SweepSpec:
         Quantile levels of the cluster counts and time scales.
     positions : bool
         Store every system's positions at every save time (off by default).
+    merge_events : bool
+        Locate every drop of each system's cluster count between save times
+        by bisection (as ``simulate --batch B --merge-events``) and store the
+        merges; the first-merge and single-cluster times then come from them.
+    until_clusters : int, optional
+        Run each grid point's ensemble until every one of its systems has
+        between 1 and this many clusters (as ``simulate --batch B
+        --until-clusters K``): its systems run as one task, and each one's
+        first passage is stored.
 
     Raises
     ------
@@ -446,6 +471,8 @@ class SweepSpec:
     eps: float = DEFAULT_EPS
     levels: tuple[float, ...] = DEFAULT_LEVELS
     positions: bool = False
+    merge_events: bool = False
+    until_clusters: int | None = None
     _configs: tuple[SimulationConfig, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -463,6 +490,8 @@ class SweepSpec:
             set_(self, "seed", _checked_seed(self.seed))
         set_(self, "levels", _checked_levels(self.levels))
         set_(self, "positions", bool(self.positions))
+        set_(self, "merge_events", _checked_merge_events(self.merge_events))
+        set_(self, "until_clusters", _checked_until(self.until_clusters))
         set_(self, "_configs", self._build())
 
     # ------------------------------------------------------------ the grid
@@ -499,7 +528,8 @@ class SweepSpec:
 
     def config(self, point: int) -> SimulationConfig:
         """The configuration of grid point ``point`` (one system, ``batch=None``;
-        ``seed`` the point's seed once the spec is :meth:`resolved`)."""
+        ``seed`` the point's seed once the spec is :meth:`resolved`; the sweep's
+        ``merge_events`` and ``until_clusters``, where set)."""
         return self._configs[point]
 
     def _build(self) -> tuple[SimulationConfig, ...]:
@@ -514,6 +544,7 @@ class SweepSpec:
                 raise SweepError(f"missing parameter(s) {', '.join(missing)}")
             if "seed" in merged:
                 raise SweepError("--seed is the root seed of the sweep")
+            merged.update(self._watched())
             where = (" at " + ", ".join(f"{option_name(k)} {v!r}" for k, v in values.items())
                      if values else "")
             seed = None if self.seed is None else sweep_point_seed(self.seed, point)
@@ -541,6 +572,16 @@ class SweepSpec:
             raise SweepError("--positions needs the same --n and --d at every grid point")
         return tuple(configs)
 
+    def _watched(self) -> dict[str, Any]:
+        """The run settings every grid point's configuration takes from the sweep
+        (none where unset, so that those configurations stay as they were)."""
+        out: dict[str, Any] = {}
+        if self.merge_events:
+            out["merge_events"] = True
+        if self.until_clusters is not None:
+            out["until_clusters"] = self.until_clusters
+        return out
+
     @property
     def times(self) -> np.ndarray:
         """Save times shared by every grid point, shape (frames,)."""
@@ -564,7 +605,7 @@ class SweepSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable description (round trip through :meth:`from_dict`)."""
-        return {
+        out = {
             "base": {k: _jsonable(v) for k, v in self.base.items()},
             "axes": [[k, _jsonable(v)] for k, v in self.axes],
             "runs": self.runs,
@@ -574,6 +615,7 @@ class SweepSpec:
             "levels": list(self.levels),
             "positions": self.positions,
         }
+        return {**out, **self._watched()}  # unset: the description of before
 
     def to_json(self) -> str:
         """:meth:`to_dict` as a JSON string."""
@@ -593,7 +635,8 @@ class SweepSpec:
             runs=self.runs, times=self.times, deltas=self.deltas, levels=self.levels,
             eps=self.eps, max_n=self.max_n, max_pairs=self.max_n * (self.max_n - 1) // 2,
             configs=tuple(self.config(p).to_json() for p in range(self.points)),
-            positions=(first.n, first.d) if self.positions else None)
+            positions=(first.n, first.d) if self.positions else None,
+            merges=self.merge_events, until=self.until_clusters is not None)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SweepSpec:
@@ -618,6 +661,8 @@ class SweepSpec:
                 eps=float(data["eps"]),
                 levels=tuple(data["levels"]),
                 positions=bool(data.get("positions", False)),
+                merge_events=data.get("merge_events", False),
+                until_clusters=data.get("until_clusters"),
             )
         except SweepError as exc:
             raise SweepError(f"the sweep description is not valid: {exc}") from None

@@ -48,6 +48,7 @@ from particles.io.sweep import (
     damaged,
     open_sweep,
     read_header,
+    read_merges,
     read_systems,
     sweep_bytes,
     sweep_error,
@@ -57,7 +58,13 @@ from particles.progress import Progress
 from particles.runs.estimate import Estimate, estimate
 from particles.runs.probe import PROBE_SECONDS, machine_speed, probe_steps
 from particles.runs.session import Resume, Stops, stream
-from particles.sweep.aggregate import STATS, aggregate_point
+from particles.sweep.aggregate import (
+    MERGE_SOURCES,
+    MERGE_STATS,
+    PASSAGE_STATS,
+    STATS,
+    aggregate_point,
+)
 from particles.sweep.backends import PROCESS_MIN_SECONDS, Backend, make_backend
 from particles.sweep.grid import SweepSpec, check_max_wall
 from particles.sweep.tasks import Task, TaskResult, run_task
@@ -129,7 +136,18 @@ def default_chunk(spec: SweepSpec, workers: int) -> int:
         + (8 * F * c.n * c.d if spec.positions else 0)
         for c in (spec.config(p) for p in range(spec.points))
     )
+    if spec.until_clusters is not None:
+        return spec.runs  # a grid point's systems stop together: one task
     return max(1, min(chunk, TASK_MEMORY // per_system))
+
+
+def check_chunk(spec: SweepSpec, chunk: int | None) -> None:
+    """Refuse a ``chunk`` that would split a grid point of a sweep that stops at a
+    cluster count (its systems stop together, as an ensemble's do)."""
+    if chunk is not None and spec.until_clusters is not None and chunk < spec.runs:
+        raise SweepError(f"--chunk {chunk}: with --until-clusters each grid point's "
+                         f"{spec.runs} systems run as one task (they stop together, as an "
+                         "ensemble does, and the point's statistics end there)")
 
 
 def plan_tasks(spec: SweepSpec, done: np.ndarray, chunk: int,
@@ -146,7 +164,14 @@ def plan_tasks(spec: SweepSpec, done: np.ndarray, chunk: int,
     summations : tuple of str, optional
         The summation recorded for each grid point (a resumed file): where the
         sweep leaves it to ``auto``, the recorded one is kept.
+
+    Raises
+    ------
+    SweepError
+        With ``until_clusters``, a ``chunk`` that splits a grid point, or a
+        grid point only partly done (its systems stop together).
     """
+    check_chunk(spec, chunk)
     tasks = []
     for point in range(spec.points):
         config = spec.config(point)
@@ -156,6 +181,10 @@ def plan_tasks(spec: SweepSpec, done: np.ndarray, chunk: int,
         todo = np.flatnonzero(~done[point])
         if not todo.size:
             continue
+        if spec.until_clusters is not None and todo.size < spec.runs:
+            raise SweepError(f"grid point {point} is partly done ({spec.runs - todo.size} of "
+                             f"{spec.runs} systems), but with --until-clusters its systems "
+                             "run as one task")
         breaks = np.flatnonzero(np.diff(todo) != 1) + 1
         for run in np.split(todo, breaks):
             for a in range(int(run[0]), int(run[-1]) + 1, chunk):
@@ -179,8 +208,10 @@ def _probed_ratios(configs: list[SimulationConfig], bounds: list[float], probe: 
     ratios = {}
     try:
         for p in chosen:
-            # a sweep's systems run as ensembles, whose tokens never collapse
-            config = configs[p].replace(collapse_tol=0.0)
+            # a sweep's systems run as ensembles, whose tokens never collapse; the
+            # probe counts steps, neither stopping nor locating
+            config = configs[p].replace(collapse_tol=0.0, until_clusters=None,
+                                        merge_events=False)
             steps = probe_steps(config, seconds=probe / len(chosen)).steps
             ratios[p] = steps / bounds[p]
     except IntegrationError:
@@ -274,39 +305,53 @@ def _arrays(result: TaskResult) -> dict[str, np.ndarray]:
     }
     if result.positions is not None:
         out["positions"] = result.positions
+    if result.frames is not None:
+        out["frames"] = result.frames
+        out["passage_time"] = result.passage_time
     return out
 
 
 def _check_same(given: SweepSpec, stored: SweepSpec, path: Path) -> None:
     a, b = given.to_dict(), stored.to_dict()
-    diff = [k for k in a if a[k] != b.get(k)]
+    diff = [k for k in {**a, **b} if a.get(k) != b.get(k)]
     if diff:
-        parts = ", ".join(f"{k} {a[k]!r} (stored {b.get(k)!r})" for k in diff)
+        parts = ", ".join(f"{k} {a.get(k)!r} (stored {b.get(k)!r})" for k in diff)
         raise SweepError(f"--resume continues the sweep stored in {path}; these differ "
                          f"from it: {parts}")
 
 
 def write_statistics(writer: SweepWriter, spec: SweepSpec | SweepLayout) -> None:
-    """Aggregate every grid point's stored results and write the statistics."""
+    """Aggregate every grid point's stored results and write the statistics
+    (the located merges sorted first, :meth:`SweepWriter.sort_merges`)."""
     if isinstance(spec, SweepLayout):
         spec = SweepSpec.from_json(spec.spec_json)
+    writer.sort_merges()
     f = writer.file
     times = spec.times
-    stats: dict[str, list[np.ndarray]] = {k: [] for k in STATS}
+    names = (*STATS, *(PASSAGE_STATS if spec.until_clusters is not None else ()))
+    stats: dict[str, list[np.ndarray]] = {k: [] for k in names}
+    merges = read_merges(f)
+    bounds = (None if merges is None else
+              np.searchsorted(merges["point"], np.arange(spec.points + 1)))
+    extra = ("frames", "passage_time") if spec.until_clusters is not None else ()
     for p in range(spec.points):
         systems = read_systems(f, p, names=(
             "pair_counts", "cluster_count", "energy", "order_parameter", "formation_time",
-            "first_merge_time", "single_cluster_time"))
+            "first_merge_time", "single_cluster_time", *extra))
+        located = (None if bounds is None else
+                   {k: v[bounds[p]:bounds[p + 1]] for k, v in merges.items()})
         values = aggregate_point(systems, n=spec.config(p).n, times=times, levels=spec.levels,
-                                 max_n=spec.max_n)
-        for k in STATS:
+                                 max_n=spec.max_n, merges=located)
+        for k in names:
             stats[k].append(values[k])
     grid = spec.names
     out = {}
-    for k, dims in STATS.items():
+    for k in names:
         arr = np.stack(stats[k])
-        out[k] = (arr.reshape((*spec.shape, *arr.shape[1:])), (*grid, *dims))
-    writer.write_stats(out)
+        out[k] = (arr.reshape((*spec.shape, *arr.shape[1:])),
+                  (*grid, *{**STATS, **PASSAGE_STATS}[k]))
+    source = {"source": MERGE_SOURCES[merges is not None]}
+    writer.write_stats(out, {k: source for k in MERGE_STATS} if merges is not None else None)
 
 
 def run_sweep(
@@ -378,6 +423,8 @@ def run_sweep(
     if not resume and spec is None:
         raise ValueError("spec is required unless resume=True")
     given = None if spec is None else (spec if resume else spec.resolved())
+    if given is not None:
+        check_chunk(given, chunk)
     counts = {"tasks": 0, "systems": 0, "left": 0}
 
     def results(layout: SweepLayout, header: SweepHeader | None):
@@ -421,7 +468,8 @@ def _run_tasks(spec: SweepSpec, done: np.ndarray, backend: Backend | None, chunk
                 counts["systems"] += task.systems
                 counts["left"] -= task.systems
                 bar.update(before + counts["systems"])
-                yield TaskRows(task.point, task.start, task.stop, _arrays(result))
+                yield TaskRows(task.point, task.start, task.stop, _arrays(result),
+                               result.merges)
     finally:
         if own and backend is not None:
             backend.close()

@@ -23,6 +23,18 @@ the first long-lived plateau, NaN when not seen), and
 ``single_cluster_time``, the first save time with one cluster (inf if never;
 a spread state is no cluster).
 
+With the sweep's ``merge_events`` (in every grid point's configuration) the
+engine also locates every drop of each system's cluster count between save
+times (:mod:`particles.events`: each system alone, by bisection, the frames
+untouched: the same bits as without), and the task returns those merges.
+With ``until_clusters`` the task stops at the first save time at which every
+one of its systems has between 1 and K clusters, as an ensemble run does
+(a sweep with it runs each grid point as one task, so the stop is the
+point's: :func:`particles.sweep.run.plan_tasks`); the frames after it are
+not computed (counts 0, floats NaN, ``frames`` says how many were), the
+time scales are those of the frames computed, and each system's first
+passage is returned.
+
 Seeds (:mod:`particles.seeds`): system ``s`` of grid point ``g`` draws its
 initial positions from spawn key ``(3, g, s, 0)`` and its noise from
 ``(3, g, s, 2)`` of the sweep's root seed; shared random weights and
@@ -38,13 +50,15 @@ from typing import Any
 
 import numpy as np
 
+from particles import events
 from particles.analysis.merges import DEFAULT_MIN_DECADES, timescales
 from particles.config import SimulationConfig, parse_init
 from particles.models import build_problem
 from particles.observables import observation
-from particles.plan import Controller, Saves
+from particles.plan import Controller, Saves, Watch
 from particles.seeds import sweep_noise_keys, sweep_system_rng
 from particles.sphere import INITIAL_CONDITIONS
+from particles.trajectory import Merge, Passage, first_passages
 
 __all__ = ["Task", "TaskResult", "run_task", "system_positions"]
 
@@ -111,6 +125,16 @@ class TaskResult:
     positions : ndarray, shape (m, F, n, d), or None
     seconds : float
         Wall time of :func:`run_task`.
+    merges : dict of str to ndarray, or None
+        With ``merge_events``: the located merges, columns ``system`` (in the
+        grid point), ``time``, ``before``, ``after``, in time order.
+    frames : ndarray of int64, shape (m,), or None
+        With ``until_clusters``: the save times computed (F unless the task
+        stopped).
+    passage_time : ndarray, shape (m,), or None
+        With ``until_clusters``: each system's first passage to between 1
+        and K clusters (the located merge with ``merge_events``, else the
+        frame's time; inf: not by the end).
     """
 
     point: int
@@ -125,6 +149,9 @@ class TaskResult:
     single_cluster_time: np.ndarray
     positions: np.ndarray | None = None
     seconds: float = 0.0
+    merges: dict[str, np.ndarray] | None = None
+    frames: np.ndarray | None = None
+    passage_time: np.ndarray | None = None
 
 
 # ------------------------------------------------------------------- running
@@ -182,13 +209,21 @@ def run_task(task: Task) -> TaskResult:
                             settings={"deltas": task.deltas, "eps": task.eps})
     times = config.output_times()
     F = times.size
-    pairs = np.empty((m, F, len(task.deltas)), dtype=np.int64)
-    counts = np.empty((m, F), dtype=np.int64)
-    energy = np.empty((m, F))
-    order = np.empty((m, F))
-    pos = np.empty((m, F, config.n, config.d)) if task.positions else None
-    for frame in integrate(problem, config.integrator, Saves(times, observers=observers),
-                           Controller.of(config)):
+    # frames a stop leaves out stay 0 (counts) and NaN (floats)
+    pairs = np.zeros((m, F, len(task.deltas)), dtype=np.int64)
+    counts = np.zeros((m, F), dtype=np.int64)
+    energy = np.full((m, F), np.nan)
+    order = np.full((m, F), np.nan)
+    pos = np.full((m, F, config.n, config.d), np.nan) if task.positions else None
+    watch = Watch.of(config)  # the sweep's merge events and stop (a single run's rules)
+    frames = integrate(problem, config.integrator, Saves(times, observers=observers),
+                       Controller.of(config), watch=watch if watch.clusters else None)
+    if watch.until_clusters is not None:
+        frames = events.stops(watch, frames, start=0, last=F - 1)
+    merges: list[Merge] = []
+    passages: list[Passage] = []
+    computed = 0
+    for frame in frames:
         k, values = frame.index, frame.observables
         pairs[:, k] = values["pair_counts"]
         counts[:, k] = values["cluster_count"]
@@ -196,9 +231,12 @@ def run_task(task: Task) -> TaskResult:
         order[:, k] = values["order_parameter"]
         if pos is not None:
             pos[:, k] = frame.positions
-    formation, first_merge = timescales(times, counts, min_decades=task.min_decades,
-                                        time_unit=task.time_unit)
-    one = counts == 1
+        merges += frame.merges
+        passages += frame.passages
+        computed = k + 1
+    formation, first_merge = timescales(times[:computed], counts[:, :computed],
+                                        min_decades=task.min_decades, time_unit=task.time_unit)
+    one = counts[:, :computed] == 1
     first_one = np.argmax(one, axis=1)
     single = np.where(one.any(axis=1), times[first_one], np.inf)
     return TaskResult(
@@ -206,4 +244,24 @@ def run_task(task: Task) -> TaskResult:
         cluster_count=counts, energy=energy, order_parameter=order,
         formation_time=formation, first_merge_time=first_merge, single_cluster_time=single,
         positions=pos, seconds=time.perf_counter() - t0,
+        merges=_merge_columns(merges, task.start) if watch.locate else None,
+        frames=None if watch.until_clusters is None else np.full(m, computed, dtype=np.int64),
+        passage_time=(None if watch.until_clusters is None
+                      else _passage_times(first_passages(passages), m)),
     )
+
+
+def _merge_columns(merges: list[Merge], start: int) -> dict[str, np.ndarray]:
+    """A task's merges as the columns of a sweep file's table (systems numbered in
+    the grid point: the task's first is ``start``)."""
+    columns = Merge.columns(merges)
+    columns["system"] = columns["system"] + start
+    return columns
+
+
+def _passage_times(passages: list[Passage], m: int) -> np.ndarray:
+    """Each system's first passage time, shape (m,) (inf: none recorded)."""
+    out = np.full(m, np.inf)
+    for p in passages:
+        out[p.system] = p.time
+    return out

@@ -322,6 +322,19 @@ def test_cli_unreachable_scheduler_is_one_line_exit_2_quickly(tmp_path):
                        "--scheduler-file", tmp_path / "nope.json"), "does not exist")
 
 
+def test_located_merges_on_dask_equal_the_local_ones(dask_cluster, tmp_path):
+    """Issue 41: a sweep with --merge-events on both workers (tasks finishing in any
+    order) gives the local file, its table of merges included."""
+    spec = replace(SPEC, runs=8, merge_events=True)
+    run_sweep(spec, tmp_path / "local.h5", backend=LocalBackend(), chunk=2)
+    with DaskBackend(scheduler_file=dask_cluster.file) as backend:
+        result = run_sweep(spec, tmp_path / "dask.h5", backend=backend, chunk=2)
+    assert result.complete and result.tasks_run == 8
+    local = contents(tmp_path / "local.h5")
+    assert local["merges/time"].size > 2 * spec.runs
+    assert_same(local, contents(tmp_path / "dask.h5"))
+
+
 def test_killed_worker_mid_sweep_gives_the_same_file(dask_cluster, local_sweep, tmp_path):
     """Last in the module: it leaves the cluster one worker."""
     out = tmp_path / "killed.h5"

@@ -1,8 +1,9 @@
 """The stops of a single run in a sweep (issue 38 item 6): ``--max-wall`` pauses
 the whole sweep (a file ``--resume`` finishes into the uninterrupted one, exit
-status 0 as ``simulate --max-wall``), ``--until-clusters`` and ``--merge-events``
-are refused in one line, and none is recorded in the sweep file (each was
-recorded and ignored)."""
+status 0 as ``simulate --max-wall``); ``--until-clusters`` and ``--merge-events``
+are settings of the whole sweep (issue 41, tests/sweep/test_sweep_merges.py),
+refused as grid fields and when bad, in one line; an older file that recorded
+them among its fixed fields (and ignored them) reads without them."""
 
 from __future__ import annotations
 
@@ -75,9 +76,12 @@ def test_max_wall_from_a_toml_file(tmp_path):
 
 
 @pytest.mark.parametrize("args, fragments", [
-    (["--until-clusters", "2"], ["--until-clusters stops single runs only"]),
-    (["--until-clusters", "1,2"], ["--until-clusters stops single runs only"]),
-    (["--merge-events", "true"], ["--merge-events locates merges in runs"]),
+    (["--until-clusters", "0"], ["--until-clusters", "0 is not in the range x>=1"]),
+    (["--until-clusters", "1,2"], ["'1,2' is not a valid integer"]),
+    (["--merge-events", "--integrator", "heun", "--noise", "0.1"],
+     ["--merge-events must be False with noise", "at --beta 1.0"]),
+    (["--until-clusters", "1", "--chunk", "4"],
+     ["--chunk 4: with --until-clusters each grid point's 9 systems run as one task"]),
     (["--max-wall", "-1"], ["--max-wall must be a finite number of seconds >= 0"]),
     (["--max-wall", "inf"], ["--max-wall must be a finite number of seconds >= 0"]),
     (["--max-wall", "1,2"], ["'1,2' is not a valid float"]),
@@ -88,24 +92,24 @@ def test_cli_refuses_before_any_work(tmp_path, args, fragments):
     assert not list(tmp_path.iterdir())
 
 
-def test_until_clusters_in_a_toml_file_is_refused_naming_the_key(tmp_path):
+@pytest.mark.parametrize("line, fragment", [
+    ("until_clusters = 0", "--until-clusters must be a positive integer, got 0"),
+    ("until_clusters = [1, 2]", "--until-clusters must be a positive integer, got [1, 2]"),
+    ("merge_events = 'yes'", "--merge-events must be True or False, got 'yes'"),
+])
+def test_bad_stops_in_a_toml_file_are_refused_naming_the_key(tmp_path, line, fragment):
+    """The sweep's merge events and stop are session keys of a TOML file (issue 41:
+    they were refused); a bad value names the key."""
     grid = tmp_path / "grid.toml"
-    grid.write_text("n = 6\nd = 2\nbeta = [1.0, 5.0]\nuntil_clusters = 2\n")
+    key = line.split()[0]
+    grid.write_text(f"n = 6\nd = 2\nbeta = [1.0, 5.0]\n{line}\n")
     usage_error(invoke("sweep", "--config", grid, "--out", tmp_path / "s.h5"),
-                f"{grid}: key until_clusters: --until-clusters stops single runs only")
-
-
-def test_merge_events_in_a_toml_file_is_refused_naming_the_key(tmp_path):
-    """A sweep ran with merge_events = true and located nothing: refused."""
-    grid = tmp_path / "grid.toml"
-    grid.write_text("n = 6\nd = 2\nbeta = [1.0, 5.0]\nmerge_events = true\n")
-    usage_error(invoke("sweep", "--config", grid, "--out", tmp_path / "s.h5"),
-                f"{grid}: key merge_events: --merge-events locates merges in runs")
+                fragment, f"(key {key} in {grid})")
     assert not (tmp_path / "s.h5").exists()
 
 
 @pytest.mark.parametrize("field", ["until_clusters", "max_wall", "merge_events"])
-def test_the_library_refuses_the_stops_of_single_runs(field):
+def test_the_library_refuses_the_stops_as_grid_fields(field):
     with pytest.raises(SweepError, match=f"--{field.replace('_', '-')}"):
         SweepSpec(base={**SPEC.base, field: 2}, axes=SPEC.axes, runs=2)
     with pytest.raises(SweepError, match=f"--{field.replace('_', '-')}"):
