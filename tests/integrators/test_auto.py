@@ -19,7 +19,7 @@ from particles.errors import ConfigError
 from particles.events import cluster_counts
 from particles.integrators import INTEGRATORS, auto, steppers
 from particles.io import load, read_summary
-from particles.io.h5md import SWITCHES, read_switches
+from particles.io.h5md import SWITCHES, TrajectoryWriter, read_switches
 from particles.models import build_field
 from particles.runs import run_to_file
 
@@ -211,13 +211,48 @@ def test_a_switch_written_before_its_frame_is_cut_and_written_once_again(tmp_pat
     assert_same_file(path, whole)
 
 
+def continued_frames(path, start, integrator=None):
+    """The frames after ``start`` computed in memory from that frame of ``path``."""
+    tr = load(path)
+    counts_k = np.stack([tr.observables[n][start:start + 1]
+                         for n in ("accepted_steps", "rejected_steps")], axis=-1)
+    return list(iter_frames(RUN, tr.positions[start][None], start=start,
+                            start_step=int(tr.steps[start]), step_counts=counts_k,
+                            integrator=integrator))
+
+
+def test_auto_chosen_anew_on_a_resume_starts_with_dopri5(tmp_path):
+    """auto, switched; resumed with dopri5 for a frame; resumed with auto again: that
+    segment starts afresh (dopri5, then its own switch), as a run started there."""
+    path = interrupted(tmp_path / "r.h5", RUN, SWITCH_FRAME + 3)
+    interrupted(path, RUN.replace(integrator="dopri5"), SWITCH_FRAME + 4, resume=True)
+    run_to_file(RUN, path, resume=True)
+    start = SWITCH_FRAME + 3
+    fresh = continued_frames(path, start)
+    tr = load(path)
+    for fr in fresh:
+        np.testing.assert_array_equal(tr.positions[fr.index], fr.positions[0])
+    first, again = tr.switches
+    assert first.frame == SWITCH_FRAME and again.frame > start
+    assert again == next(fr.switch for fr in fresh if fr.switch is not None)
+
+
+def test_a_resume_that_undoes_a_frameless_change_goes_on_with_sdirk4(tmp_path, whole):
+    # killed before the first frame of a dopri5 segment: auto again folds it away,
+    # and the switch before it stands
+    path = interrupted(tmp_path / "r.h5", RUN, SWITCH_FRAME + 3)
+    TrajectoryWriter.reopen(path, config=RUN.replace(integrator="dopri5")).close(complete=False)
+    assert [s.changes for s in read_summary(path).segments] == [
+        {"integrator": ("auto", "dopri5")}]
+    run_to_file(RUN, path, resume=True)
+    assert read_summary(path).segments == ()
+    assert_same_file(path, whole)
+
+
 def test_iter_frames_continues_with_a_phase_of_its_integrator(whole):
     tr = load(whole)
     k = SWITCH_FRAME
-    counts_k = np.stack([tr.observables[n][k:k + 1] for n in ("accepted_steps",
-                                                              "rejected_steps")], axis=-1)
-    frames = list(iter_frames(RUN, tr.positions[k][None], start=k, start_step=int(tr.steps[k]),
-                              step_counts=counts_k, integrator="sdirk4"))
+    frames = continued_frames(whole, k, "sdirk4")
     np.testing.assert_array_equal(frames[-1].positions[0], tr.positions[-1])
     with pytest.raises(ValueError, match="not a phase of 'auto'"):
         next(iter_frames(RUN, tr.positions[k][None], start=k, integrator="rk4"))
