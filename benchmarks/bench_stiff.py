@@ -10,7 +10,10 @@ kernels:
   seconds, through ``max_wall``): the time it reached;
 * ``sdirk4`` alone, rtol 1e-6, to ``T``;
 * ``dopri5`` while clusters form (to ``--switch``), then ``sdirk4`` from that
-  frame to ``T`` (what ``--resume --integrator sdirk4`` does to a file).
+  frame to ``T`` (what ``--resume --integrator sdirk4`` does to a file);
+* ``auto``, rtol 1e-6, to ``T``: the same hybrid with the switch chosen by the
+  run (:mod:`particles.integrators.auto`; it runs after the rows above,
+  which compiled its kernels: the same drift and layout).
 
 The table gives CPU seconds, the time reached, accepted steps, cluster
 counts (eps 0.05) and distinct positions at the end (equal: every cluster
@@ -51,7 +54,7 @@ def timed(n: int, beta: float, T: float, x0=None, **kw) -> dict:
     return dict(cpu=cpu, reached=float(tr.times[-1]),
                 steps=int(np.asarray(tr.observables["accepted_steps"]).ravel()[-1]),
                 clusters=int(cluster_counts(last[None])[0]),
-                distinct=len(np.unique(last, axis=0)), last=last)
+                distinct=len(np.unique(last, axis=0)), last=last, switch=tr.switch_time)
 
 
 def main() -> None:
@@ -72,16 +75,22 @@ def main() -> None:
                 "sdirk4": timed(args.n, beta, args.T, integrator="sdirk4")}
         first = timed(args.n, beta, args.switch, integrator="dopri5")
         then = timed(args.n, beta, args.T, x0=first["last"], integrator="sdirk4")
-        rows[f"dopri5 to {args.switch:g}, then sdirk4"] = dict(
+        hybrid = f"dopri5 to {args.switch:g}, then sdirk4"
+        rows[hybrid] = dict(
             then, cpu=first["cpu"] + then["cpu"], reached=args.switch + then["reached"],
             steps=first["steps"] + then["steps"])
+        chosen = timed(args.n, beta, args.T, integrator="auto")
+        switch = "never" if chosen["switch"] is None else f"t = {chosen['switch']:.3g}"
+        rows[f"auto (switched at {switch})"] = chosen
         for name, r in rows.items():
             print(f"| {beta:g} | {name} | {r['cpu']:.1f} | {r['reached']:.3g} | {r['steps']} | "
                   f"{r['clusters']} | {r['distinct']} |")
         base = rows["dopri5 (budget)"]
         for name, r in list(rows.items())[1:]:
             gain = (r["reached"] / r["cpu"]) / (base["reached"] / base["cpu"])
-            print(f"|  | {name}: time reached per CPU-second / dopri5's | {gain:.0f}x |||||")
+            print(f"|  | {name}: time reached per CPU-second / dopri5's | {gain:.1f}x |||||")
+        print(f"|  | auto: CPU seconds / the manual hybrid's | "
+              f"{chosen['cpu'] / rows[hybrid]['cpu']:.2f} |||||")
 
 
 if __name__ == "__main__":

@@ -74,6 +74,7 @@ def info_lines(s: RunSummary) -> list[str]:
         f"status       {status}",
         f"frames       {s.frames} (t = 0 .. {time_text(s.time)}, last step {s.step})",
         *events,
+        *switch_lines(s),
         *segment_lines(s),
         f"observables  {', '.join(s.observables) or '-'}",
         f"positions    {_positions(s)}",
@@ -86,6 +87,18 @@ def info_lines(s: RunSummary) -> list[str]:
 def _chosen(s: RunSummary, key: str) -> str:
     """How the file's summation was chosen, after its value."""
     return " (chosen by --summation auto)" if key == "summation" and s.summation_auto else ""
+
+
+def switch_lines(s: RunSummary) -> list[str]:
+    """Where ``--integrator auto`` went on with its stiff phase (/events/switches),
+    one line each; that it has not yet, for a file of ``auto``; none for other files."""
+    lines = [f"switched     {w.before} -> {w.after} after frame {w.frame} (t = "
+             f"{time_text(w.time)}; mean step x spectral radius {w.stiffness:.3g}; "
+             "--integrator auto, /events/switches)" for w in s.switches]
+    if not lines and s.config.integrator == "auto":
+        lines.append("switched     not yet (--integrator auto runs dopri5 until the run "
+                     "turns stiff)")
+    return lines
 
 
 def segment_lines(s: RunSummary) -> list[str]:

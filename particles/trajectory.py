@@ -1,6 +1,6 @@
 """The result objects of a run: :class:`Trajectory`, its :class:`Frame`, the
-:class:`Merge` events located while it ran and the :class:`Passage` of each
-system to ``until_clusters``."""
+:class:`Merge` events located while it ran, the :class:`Passage` of each
+system to ``until_clusters`` and the :class:`Switch` of ``integrator="auto"``."""
 
 from __future__ import annotations
 
@@ -93,6 +93,44 @@ PASSAGE_COLUMNS: dict[str, type] = {"system": np.int64, "until": np.int64, "fram
                                     "time": np.float64}
 
 
+@dataclass(frozen=True)
+class Switch:
+    """The save point at which ``integrator="auto"`` went on with its stiff phase
+    (:mod:`particles.integrators.auto`).
+
+    Attributes
+    ----------
+    frame : int
+        The frame it switched at: the frames after it are the new integrator's.
+    time : float
+        That frame's time.
+    before, after : str
+        The integrators (``"dopri5"``, ``"sdirk4"``).
+    stiffness : float
+        The evidence: the mean dopri5 step over the save interval ending at
+        ``frame`` times the spectral radius estimate there, the smallest over
+        the systems (at least :data:`particles.integrators.auto.STIFF`).
+    """
+
+    frame: int
+    time: float
+    before: str
+    after: str
+    stiffness: float
+
+    @staticmethod
+    def columns(switches: tuple[Switch, ...] | list[Switch]) -> dict[str, np.ndarray]:
+        """Switches as columns :data:`SWITCH_COLUMNS` (a file's datasets)."""
+        return {name: np.array([getattr(s, name) for s in switches],
+                               dtype=object if dtype is str else dtype)
+                for name, dtype in SWITCH_COLUMNS.items()}
+
+
+#: the columns of a table of switches and their types (str: variable-length UTF-8).
+SWITCH_COLUMNS: dict[str, type] = {"frame": np.int64, "time": np.float64, "before": str,
+                                   "after": str, "stiffness": np.float64}
+
+
 def first_passages(passages: Iterable[Passage],
                    seen: set[tuple[int, int]] | None = None) -> list[Passage]:
     """The passages not recorded before: the first of each ``(system, until)``.
@@ -145,6 +183,9 @@ class Trajectory:
     passages : tuple of Passage
         Each system's first passage to ``until_clusters`` (a run with a stop at
         a cluster count), in the order of their frames.
+    switches : tuple of Switch
+        The save points at which ``integrator="auto"`` went on with its stiff
+        phase (at most one per run, unless a resume chose ``auto`` again).
     """
 
     times: np.ndarray
@@ -156,11 +197,18 @@ class Trajectory:
     stop_reason: str = ""
     merge_events: tuple[Merge, ...] = ()
     passages: tuple[Passage, ...] = ()
+    switches: tuple[Switch, ...] = ()
 
     @property
     def frames(self) -> int:
         """Number of saved frames."""
         return int(self.times.shape[0])
+
+    @property
+    def switch_time(self) -> float | None:
+        """When ``integrator="auto"`` went on with its stiff phase (the last
+        switch's time), or None: it did not (or another integrator ran)."""
+        return self.switches[-1].time if self.switches else None
 
     @property
     def batch(self) -> int | None:
@@ -286,6 +334,8 @@ class Frame:
     passages : tuple of Passage
         Systems that reached ``until_clusters`` at this frame (or at the frame
         a run starts from).
+    switch : Switch, optional
+        Set where ``integrator="auto"`` goes on with its stiff phase after this frame.
     stop : str
         Set on the last frame of a run that stops early (a key of
         :data:`STOP_REASONS`).
@@ -299,4 +349,5 @@ class Frame:
     clusters: np.ndarray | None = None
     merges: tuple[Merge, ...] = ()
     passages: tuple[Passage, ...] = ()
+    switch: Switch | None = None
     stop: str = ""

@@ -6,6 +6,13 @@ import hashlib
 import os
 from pathlib import Path
 
+import pytest
+
+from particles.config import SimulationConfig
+from particles.errors import RunInterrupted
+from particles.io import read_summary
+from particles.runs import run_to_file
+
 
 def digest(path: str | os.PathLike) -> str:
     """The SHA-256 of a file's bytes (bit-for-bit comparisons of whole files)."""
@@ -15,3 +22,19 @@ def digest(path: str | os.PathLike) -> str:
 def partials(directory: str | os.PathLike) -> list[Path]:
     """The writers' temporary files (``*.partial``) in ``directory``, sorted."""
     return sorted(p for p in Path(directory).iterdir() if p.name.endswith(".partial"))
+
+
+def interrupted(path: str | os.PathLike, config: SimulationConfig | None, frames: int, *,
+                resume: bool = False) -> Path:
+    """``config`` run (or resumed) into ``path`` until the file holds ``frames`` frames."""
+    before = read_summary(path).frames if resume else 0
+    polls = []
+
+    def should_stop() -> bool:
+        polls.append(1)
+        return before + len(polls) >= frames
+
+    with pytest.raises(RunInterrupted):
+        run_to_file(config, path, resume=resume, flush_interval=0.0, should_stop=should_stop)
+    assert read_summary(path).frames == frames
+    return Path(path)

@@ -56,6 +56,7 @@ from particles.engine.stepsize import POPULATION_AT_RISK, STEP_LIMIT, check_step
 # re-exported (the engine raises and warns them; their home is particles.errors)
 from particles.errors import IntegrationError as IntegrationError
 from particles.errors import StepSizeWarning as StepSizeWarning
+from particles.integrators import INTEGRATORS
 from particles.models import Problem, build_field, build_problem, collapse
 from particles.observables import observation
 from particles.plan import Controller, Plan, Saves, Start, Watch, plan
@@ -125,6 +126,7 @@ def iter_frames(
     step_counts: np.ndarray | None = None,
     progress: Callable[[float], None] | None = None,
     keys: np.ndarray | None = None,
+    integrator: str | None = None,
 ) -> Iterator[Frame]:
     """Run a configuration, yielding each saved frame as soon as it exists.
 
@@ -153,12 +155,22 @@ def iter_frames(
         :func:`~particles.seeds.noise_keys` of ``config.seed``, system ``b``
         keyed by its index in the batch).  A sweep gives each system its own
         key, so a system's path does not depend on the chunk it runs in.
+    integrator : str, optional
+        The phase of ``config.integrator`` (``auto``) a run continues with
+        from frame ``start`` when it chose it before (``"sdirk4"`` once
+        ``auto`` switched: the file's ``/events/switches`` says so); None:
+        the integrator's own start.
 
     Yields
     ------
     Frame
     """
     run = plan(config)
+    if integrator is not None:
+        if integrator not in INTEGRATORS[run.integrator].phases:
+            raise ValueError(f"integrator {integrator!r} is not a phase of "
+                             f"{run.integrator!r}")
+        run = dataclasses.replace(run, integrator=integrator)
     yield from events.stops(run.watch, _frames(config, run, positions, start, start_step,
                                                step_counts, progress, keys),
                             start=start, last=run.facts.frames - 1)
@@ -185,12 +197,16 @@ def _frames(config: SimulationConfig, run: Plan, positions: np.ndarray, start: i
 def _handing_over(problem: Problem, run: Plan, saves: Saves, begin: Start,
                   options: dict[str, Any]) -> Iterator[Frame]:
     """:func:`integrate` a problem, and from the frame at which it hands over
-    (:attr:`particles.models.Problem.handover`) the problem it hands over to."""
+    (:attr:`particles.models.Problem.handover`) the problem it hands over to,
+    with the integrator of that frame (``auto``'s next phase once it switched)."""
+    integrator = run.integrator
     while problem is not None:
         current, problem = problem, None
-        for fr in integrate(current, run.integrator, saves, run.controller, start=begin,
+        for fr in integrate(current, integrator, saves, run.controller, start=begin,
                             **options):
             yield fr
+            if fr.switch is not None:
+                integrator = fr.switch.after
             if fr.index == begin.index or current.handover is None:
                 continue
             problem = current.handover(fr)
@@ -230,6 +246,7 @@ def collect(config: SimulationConfig, frames: list[Frame], *, complete: bool) ->
         stop_reason=stop,
         merge_events=tuple(m for f in frames for m in f.merges),
         passages=tuple(first_passages(p for f in frames for p in f.passages)),
+        switches=tuple(f.switch for f in frames if f.switch is not None),
     )
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from particles import events
 from particles.engine.layout import blas_guard, drift_of, layout_of
+from particles.engine.phases import Phases
 from particles.engine.stepping import march
 from particles.engine.stepsize import check_step_size
 from particles.integrators import INTEGRATORS, Integrator
@@ -50,7 +51,9 @@ def integrate(
     integrator : str
         Key of :data:`~particles.integrators.INTEGRATORS`; a stochastic one
         needs ``problem.noise``, and ``problem.noise`` with ``sigma > 0`` a
-        stochastic one.
+        stochastic one.  One with phases (``auto``) runs its first and, from
+        the frame at which its rule says so (:mod:`particles.integrators.auto`),
+        its next: from that frame on as a run resumed there with it would.
     saves : Saves
         Increasing times of the frames, and ``observers(X) -> {name: (batch,
         ...) array}`` of the positions at every save point
@@ -86,7 +89,8 @@ def integrate(
         Positions ``problem.to_positions(state)`` (batch, n, d), the
         observers' values, and ``accepted_steps``, ``rejected_steps`` of
         adaptive integrators; ``clusters``, ``merges`` and ``passages`` with
-        ``watch.clusters``.
+        ``watch.clusters``; ``switch`` at the frame an integrator with phases
+        goes on with the next.
 
     Raises
     ------
@@ -104,6 +108,9 @@ def integrate(
     observers, c = saves.observers, controller
     state = np.array(problem.state0, dtype=np.float64, order="C", copy=True)
     B = state.shape[0]
+    phases = _phases(entry, problem, float(times[start.index]), start.step_counts)
+    if phases is not None:
+        entry = INTEGRATORS[phases.first]
     layout = layout or layout_of(problem.field, B, state.shape[1])
     params, layer_params, keys = _noisy(problem, entry)
     runner, stats, hs = _stepper(problem, entry, layout, c.dt, start.step_counts,
@@ -153,7 +160,18 @@ def integrate(
             problem.anchor(X, state)
         if progress is not None:
             progress(float(times[k]))
-        yield frame(k, step, X)
+        fr = frame(k, step, X)
+        switch = None if phases is None else phases.at(k, fr.time, state, stats)
+        if switch is None:
+            yield fr
+            continue
+        yield dataclasses.replace(fr, switch=switch)
+        # the next phase from this frame: a run resumed here with it, in memory
+        # (the state is the one a resume derives from the frame: see anchor)
+        yield from integrate(dataclasses.replace(problem, state0=state), switch.after, saves,
+                             controller, watch=watch, progress=progress, layout=layout,
+                             start=Start(k, step, stats[:, :2].copy()), stacklevel=stacklevel)
+        return
 
 
 class Counter:
@@ -295,6 +313,18 @@ def one_system(steps: dict[str, Any], select: Callable | None, b: int) -> dict[s
     if inner is not None:
         out["layer_params"] = lambda layer: narrow(inner(layer))
     return out
+
+
+def _phases(entry: Integrator, problem: Problem, t: float,
+            step_counts: np.ndarray | None) -> Phases | None:
+    """The choice between the phases of an integrator that has them (``auto``),
+    starting at time ``t`` with the accepted steps of ``step_counts``; None for a
+    stepper."""
+    if not entry.phases:
+        return None
+    accepted = (np.zeros(problem.batch, dtype=np.int64) if step_counts is None
+                else np.asarray(step_counts, dtype=np.int64).reshape(problem.batch, 2)[:, 0])
+    return Phases(entry, problem, t, accepted)
 
 
 def _noisy(problem: Problem, entry: Integrator

@@ -22,6 +22,11 @@ candidate to ``S[STAGES - 1]``), ``make_start(drift, space)`` and
 ``make_accept(space)`` (see :mod:`particles.integrators.dopri5`).  Adding an
 integrator (a stochastic stepper included) is one module plus one line below.
 
+An entry with ``phases`` (``auto``, :mod:`particles.integrators.auto`) steps
+nothing itself: the engine runs its phases in turn, choosing at save points
+(:func:`particles.engine.integrate`); its module declares the same constants
+(``ORDER``, ``SPACES``, ...) and the rule that chooses.
+
 Stochastic steppers (``STRONG_ORDER`` set) draw their normals with
 :func:`particles.integrators.noise.fill_normals` from the ``key`` and
 ``counter`` they receive, read their amplitude ``sigma`` from the last entry
@@ -40,11 +45,12 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from particles.errors import invalid
-from particles.integrators import dopri5, em, euler, geodesic, heun, rk4, sdirk4
+from particles.integrators import auto, dopri5, em, euler, geodesic, heun, rk4, sdirk4
 from particles.integrators._rows import SPACES
 from particles.protocols import RunSpec
 
-__all__ = ["INTEGRATORS", "NOISE_DEFAULT", "SPACES", "Integrator", "stochastic_integrators"]
+__all__ = ["INTEGRATORS", "NOISE_DEFAULT", "SPACES", "Integrator", "steppers",
+           "stochastic_integrators"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,9 @@ class Integrator:
     #: the end of the step): a mean field fed by them is corrupted when a fast
     #: token inflates its stage vectors (see ``particles.engine.check_step_size``)
     off_sphere_stages: bool = False
+    #: the registered integrators it runs in turn, choosing at save points
+    #: (``auto``: :mod:`particles.integrators.auto`); empty for a stepper
+    phases: tuple[str, ...] = ()
 
     @property
     def order(self) -> int:
@@ -118,6 +127,9 @@ INTEGRATORS: dict[str, Integrator] = {
         Integrator("sdirk4", sdirk4, "L-stable implicit SDIRK 4(3), Jacobian-free Newton-Krylov: "
                    "steps that grow on metastable plateaus, clusters contracted to round-off",
                    adaptive=True, off_sphere_stages=True),
+        Integrator("auto", auto, "dopri5 while clusters form, sdirk4 from the save point at "
+                   "which the run turns stiff (metastable plateaus)",
+                   adaptive=True, off_sphere_stages=True, phases=auto.PHASES),
         Integrator("em", em, "geodesic Euler-Maruyama for noise > 0, strong order 1/2 "
                    "(1 on the circle's angles)"),
         Integrator("heun", heun, "stochastic Heun on great circles, the default with noise "
@@ -128,6 +140,12 @@ INTEGRATORS: dict[str, Integrator] = {
 
 #: the integrator of a run with ``noise > 0`` that names none.
 NOISE_DEFAULT = "heun"
+
+
+def steppers() -> tuple[str, ...]:
+    """Names of the registered integrators that step themselves (each has
+    ``make_step``; not those that choose among others at save points)."""
+    return tuple(k for k, v in INTEGRATORS.items() if not v.phases)
 
 
 def stochastic_integrators() -> tuple[str, ...]:

@@ -42,6 +42,14 @@ Layout (https://www.nongnu.org/h5md/, version 1.1)::
                                               the frame's time; NaN: there at a resume
                                               point, since a time not recorded
                                    eps (as above)
+    /events/switches               only where integrator "auto" switched: the save
+                                   point it went on with its stiff phase at
+        frame   int64   (switches,)           the frame: the frames after it are
+                                              the new integrator's
+        time    float64 (switches,)           its time
+        before, after  str (switches,)        the integrators ("dopri5", "sdirk4")
+        stiffness  float64 (switches,)        the evidence: mean dopri5 step times
+                                              the spectral radius, least over systems
     /segments                      only in a file resumed with changed settings
         frame   int64   (segments,)           the frame each continued from
         time    float64 (segments,)           its time
@@ -56,6 +64,13 @@ the passages up to the last frame, and reopening cuts the others (a kill
 between the two writes).  A passage is written once per system and
 ``until_clusters`` (a resume does not repeat those on disk; one that changes
 ``until_clusters`` adds the new value's).
+
+``integrator="auto"`` (:mod:`particles.integrators.auto`) records the frame
+at which it went on with sdirk4 in ``/events/switches``, written with that
+frame as the merges are (before it; readers keep the rows up to the last
+frame, reopening cuts the others), so a resume after it goes on with sdirk4
+and one from before it switches at the same frame again.  The switch is no
+segment: the configuration (``auto``) is the same on both sides.
 
 A resume that changes the integration settings (the integrator, its
 tolerances, ``collapse_tol``: :func:`particles.runs.run.resumed_config`)
@@ -151,9 +166,11 @@ from particles.trajectory import (
     MERGE_COLUMNS,
     PASSAGE_COLUMNS,
     STOP_REASONS,
+    SWITCH_COLUMNS,
     Frame,
     Merge,
     Passage,
+    Switch,
     Trajectory,
     first_passages,
 )
@@ -163,6 +180,7 @@ __all__ = [
     "GROUP",
     "MERGES",
     "PASSAGES",
+    "SWITCHES",
     "TRAJECTORY",
     "RunSummary",
     "TrajectoryFileError",
@@ -179,6 +197,7 @@ __all__ = [
     "read_passages",
     "read_segments",
     "read_summary",
+    "read_switches",
     "run_bytes",
     "write_config",
 ]
@@ -193,6 +212,9 @@ MERGES = "events/merges"
 
 #: the group of the systems' first passages to ``until_clusters`` and its datasets.
 PASSAGES = "events/passages"
+#: the group of the save points at which ``integrator="auto"`` switched.
+SWITCHES = "events/switches"
+
 #: the observables of an adaptive integrator: its accepted and rejected steps
 #: up to each frame.
 STEP_COUNTS = ("accepted_steps", "rejected_steps")
@@ -238,6 +260,9 @@ class RunSummary(FrameCounts):
     segments : tuple of Segment
         The resumes that changed the integration settings
         (:mod:`particles.io.segments`); ``config`` is the last one's.
+    switches : tuple of Switch
+        The save points at which ``integrator="auto"`` went on with its stiff
+        phase (``/events/switches``), up to the last frame.
     """
 
     path: Path
@@ -255,6 +280,7 @@ class RunSummary(FrameCounts):
     passages: int = 0
     summation_auto: bool = False
     segments: tuple[Segment, ...] = ()
+    switches: tuple[Switch, ...] = ()
 
     def describe(self) -> str:
         """``"holds 5 of 11 frames (t=0.5)"``, and why it stopped early."""
@@ -458,11 +484,27 @@ def _passage_rows(f: h5py.File, h: _Header) -> int:
     return int(np.searchsorted(np.asarray(group["frame"][:k]), h.frames - 1, side="right"))
 
 
+def _switch_rows(f: h5py.File, h: _Header) -> int:
+    """Switches stored up to the last frame (written before the frames after them)."""
+    group = _table(f, SWITCHES, SWITCH_COLUMNS)
+    if group is None:
+        return 0
+    k = min(group[name].shape[0] for name in SWITCH_COLUMNS)
+    return int(np.searchsorted(np.asarray(group["frame"][:k]), h.frames - 1, side="right"))
+
+
+def _column(dataset: h5py.Dataset, k: int) -> list:
+    """The first ``k`` values of a column as Python values (strings decoded)."""
+    if h5py.check_string_dtype(dataset.dtype) is not None:
+        return [v.decode() if isinstance(v, bytes) else str(v) for v in dataset[:k]]
+    return np.asarray(dataset[:k]).tolist()
+
+
 def _rows(f: h5py.File, name: str, columns: dict[str, type], k: int, kind: type) -> tuple:
     """The first ``k`` rows of an event table as ``kind`` objects."""
     if not k:
         return ()
-    cols = [np.asarray(f[name][c][:k]).tolist() for c in columns]
+    cols = [_column(f[name][c], k) for c in columns]
     return tuple(kind(**dict(zip(columns, row, strict=True))) for row in zip(*cols, strict=True))
 
 
@@ -474,6 +516,11 @@ def _read_merges(f: h5py.File, h: _Header) -> tuple[Merge, ...]:
 def _read_passages(f: h5py.File, h: _Header) -> tuple[Passage, ...]:
     """The passages of an open trajectory, up to its last frame."""
     return _rows(f, PASSAGES, PASSAGE_COLUMNS, _passage_rows(f, h), Passage)
+
+
+def _read_switches(f: h5py.File, h: _Header) -> tuple[Switch, ...]:
+    """The switches of ``integrator="auto"`` in an open trajectory, up to its last frame."""
+    return _rows(f, SWITCHES, SWITCH_COLUMNS, _switch_rows(f, h), Switch)
 
 
 def read_observables(
@@ -521,6 +568,7 @@ def load(path: str | Path):
             stop_reason=h.stop_reason,
             merge_events=_read_merges(f, h),
             passages=_read_passages(f, h),
+            switches=_read_switches(f, h),
         )
 
     return read_retrying(path, _inspect, reader, "trajectory")
@@ -592,6 +640,7 @@ def read_summary(path: str | Path) -> RunSummary:
             passages=_passage_rows(f, h),
             summation_auto=bool(f["parameters"].attrs.get("summation_auto", 0)),
             segments=read_rows(f, h.frames),
+            switches=_read_switches(f, h),
         )
 
     return read_retrying(path, _inspect, reader, "trajectory")
@@ -612,6 +661,23 @@ def read_segments(path: str | Path) -> tuple[Segment, ...]:
         As :func:`load`.
     """
     return read_retrying(path, _inspect, lambda f, h: read_rows(f, h.frames), "trajectory")
+
+
+def read_switches(path: str | Path) -> tuple[Switch, ...]:
+    """The save points at which ``integrator="auto"`` went on with its stiff phase
+    (``/events/switches``), up to the last frame, reading no frame.
+
+    Returns
+    -------
+    tuple of Switch
+        Empty for a run that did not switch.
+
+    Raises
+    ------
+    TrajectoryFileError
+        As :func:`load`.
+    """
+    return read_retrying(path, _inspect, _read_switches, "trajectory")
 
 
 def read_merge_events(path: str | Path) -> tuple[Merge, ...]:
@@ -687,14 +753,17 @@ def write_config(params: h5py.Group, config: SimulationConfig) -> None:
         params.attrs["summation_auto"] = np.int8(1)
 
 
-def _add_events(f: h5py.File, name: str, columns: dict[str, type]) -> h5py.Group:
-    """Create the event table ``name`` (empty, appendable) unless it exists."""
+def _add_events(f: h5py.File, name: str, columns: dict[str, type], *,
+                eps: bool = True) -> h5py.Group:
+    """Create the event table ``name`` (empty, appendable) unless it exists; with
+    ``eps`` its cluster counts' linking distance as an attribute."""
     group = f.get(name)
     if group is None:
         group = f.require_group(name)
         for column, dtype in columns.items():
-            appendable(group, column, (), dtype)
-        group.attrs["eps"] = DEFAULT_EPS
+            appendable(group, column, (), h5py.string_dtype() if dtype is str else dtype)
+        if eps:
+            group.attrs["eps"] = DEFAULT_EPS
     return group
 
 
@@ -740,6 +809,8 @@ class TrajectoryWriter(GroupWriter):
         Merge events already stored.
     passages : tuple of Passage
         Passages already stored (each system and ``until_clusters`` is written once).
+    switches : int
+        Switches of ``integrator="auto"`` already stored.
     """
 
     def __init__(
@@ -752,6 +823,7 @@ class TrajectoryWriter(GroupWriter):
         reserve: Reserve | None = None,
         merges: int = 0,
         passages: tuple[Passage, ...] = (),
+        switches: int = 0,
     ) -> None:
         super().__init__(
             file, config, frames=frames, flush_interval=flush_interval, reserve=reserve,
@@ -759,6 +831,7 @@ class TrajectoryWriter(GroupWriter):
         )
         self.stop_reason = ""
         self._merges = merges  # merge events on disk
+        self._switches = switches  # switches on disk
         self._passages = len(passages)  # passages on disk, and of which systems
         self._passed = {(p.system, p.until) for p in passages}
 
@@ -782,9 +855,14 @@ class TrajectoryWriter(GroupWriter):
         if passages:
             _append_rows(_add_passages(self._file), self._passages,
                          Passage.columns(passages))
+        switches = [fr.switch for fr in frames if fr.switch is not None]
+        if switches:
+            _append_rows(_add_events(self._file, SWITCHES, SWITCH_COLUMNS, eps=False),
+                         self._switches, Switch.columns(switches))
         super()._write(frames)
         self._merges += len(merges)
         self._passages += len(passages)
+        self._switches += len(switches)
         self._passed = passed
 
     def closing_attrs(self) -> dict[str, object]:
@@ -855,14 +933,16 @@ class TrajectoryWriter(GroupWriter):
         path = Path(path)
         read_summary(path)  # one-line errors for files that are no trajectories
 
-        def prepare(f: h5py.File) -> tuple[_Header, int, tuple[Passage, ...]]:
+        def prepare(f: h5py.File) -> tuple[_Header, int, tuple[Passage, ...], int]:
             header = _inspect(f, path)
             for ds in _frame_datasets(f, header.observables, header.config.positions):
                 if ds.shape[0] != header.frames:
                     ds.resize(header.frames, axis=0)
             merges, passages = _merge_rows(f, header), _read_passages(f, header)
+            switches = _switch_rows(f, header)
             for name, columns, rows in ((MERGES, MERGE_COLUMNS, merges),
-                                        (PASSAGES, PASSAGE_COLUMNS, len(passages))):
+                                        (PASSAGES, PASSAGE_COLUMNS, len(passages)),
+                                        (SWITCHES, SWITCH_COLUMNS, switches)):
                 for column in columns if name in f else ():
                     if f[name][column].shape[0] != rows:
                         f[name][column].resize(rows, axis=0)
@@ -880,12 +960,12 @@ class TrajectoryWriter(GroupWriter):
                 if facts(config).adaptive and STEP_COUNTS[0] not in header.observables:
                     _add_step_counts(f, header)
                 f["parameters"].attrs["config"] = config.to_json()
-            return header, merges, passages
+            return header, merges, passages, switches
 
-        f, reserve, (header, merges, passages) = reopen_file(path, prepare)
+        f, reserve, (header, merges, passages, switches) = reopen_file(path, prepare)
         return cls(f, config or header.config, frames=header.frames,
                    flush_interval=flush_interval, reserve=reserve, merges=merges,
-                   passages=passages)
+                   passages=passages, switches=switches)
 
 
 def _add_step_counts(f: h5py.File, header: _Header) -> None:

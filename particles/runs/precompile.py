@@ -33,17 +33,18 @@ def _noise(integrator: str) -> float:
 
 def _simulate_configs(more: bool) -> Iterator[dict[str, Any]]:
     """Keyword sets of :class:`~particles.config.SimulationConfig`: every registered
-    model, integrator and layout (serial, batch, rows), direct and BLAS paths;
+    model, stepping integrator and layout (serial, batch, rows), direct and BLAS paths;
     with ``more`` also the other kernels, Sinkhorn and per-system weights
     (combinations the registries refuse are skipped by the caller)."""
     from particles.config import SimulationConfig
     from particles.fields import KERNELS
-    from particles.integrators import INTEGRATORS
+    from particles.integrators import steppers
     from particles.models import MODELS
 
     default_kernel = SimulationConfig.__dataclass_fields__["kernel"].default
     layouts = (dict(n=8), dict(n=8, batch=2), dict(n=512))  # serial, batch, rows
-    for integrator in INTEGRATORS:
+    # the steppers: auto runs theirs (dopri5, sdirk4), compiled here
+    for integrator in steppers():
         noise = _noise(integrator)
         for model in MODELS:
             # direct (d = 2 and 3 have kernels of their own; d = 4 compiles on
@@ -145,7 +146,7 @@ def _run_sweep(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
     import numba
 
     from particles.config import SimulationConfig
-    from particles.integrators import INTEGRATORS, NOISE_DEFAULT
+    from particles.integrators import NOISE_DEFAULT, steppers
     from particles.models import MODELS
     from particles.sweep import SweepSpec, run_sweep
 
@@ -167,7 +168,7 @@ def _run_sweep(tmp: Path, more: bool, note: Callable[[str], None]) -> int:
     # the integrators a sweep is likely to use: the default, the Transformer
     # layer and the default with noise (all of them with ``more``)
     likely = {SimulationConfig(n=2, d=2, beta=0.0).integrator, "euler", NOISE_DEFAULT}
-    integrators = tuple(INTEGRATORS) if more else tuple(i for i in INTEGRATORS if i in likely)
+    integrators = steppers() if more else tuple(i for i in steppers() if i in likely)
     count = 0
     threads = numba.get_num_threads()
     try:

@@ -395,7 +395,8 @@ def run_to_file(
         held = _held_counts(config, state)
         with Progress(config.T, enabled=progress) as bar:
             for frame in iter_frames(config, X, start=start, start_step=start_step,
-                                     step_counts=counts, progress=bar.update):
+                                     step_counts=counts, progress=bar.update,
+                                     integrator=continued_phase(config, state)):
                 if state is None or frame.index >= state.frames:  # resuming yields it again
                     yield frame if held is None else replace(
                         frame, observables={**frame.observables, **held})
@@ -423,6 +424,22 @@ def _held_counts(config: SimulationConfig, state: RunSummary | None
         return None
     return {k: np.atleast_1d(np.asarray(state.final_observables[k], dtype=np.float64))
             for k in STEP_COUNTS}
+
+
+def continued_phase(config: SimulationConfig, state: RunSummary | None) -> str | None:
+    """The phase a run of ``config`` resumed from the file ``state`` describes goes on
+    with: for ``integrator="auto"``, the integrator it switched to
+    (``/events/switches``) since the last segment that changed the integrator
+    (a resume that chose ``auto`` anew starts it afresh), else None (its start)."""
+    if state is None or not INTEGRATORS[config.integrator].phases:
+        return None
+    rows = [s for s in state.segments if "integrator" in s.changes]
+    if (rows and rows[-1].frame >= state.frames - 1
+            and rows[-1].changes["integrator"][0] == config.integrator):
+        rows.pop()  # no frame of its own, and undone now: folded away (segments.record_segment)
+    since = rows[-1].frame if rows else -1
+    chosen = [s for s in state.switches if s.frame > since]
+    return chosen[-1].after if chosen else None
 
 
 def _step_counts(state: RunSummary) -> np.ndarray | None:

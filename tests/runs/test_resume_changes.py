@@ -11,11 +11,12 @@ import h5py
 import numpy as np
 import pytest
 from clitools import invoke, ok, usage_error
+from filetools import interrupted
 
 from particles.config import COLLAPSE_TOL, SimulationConfig
 from particles.engine import iter_frames
-from particles.errors import ConfigError, ResumeMismatch, RunInterrupted
-from particles.io import load, read_summary
+from particles.errors import ConfigError, ResumeMismatch
+from particles.io import load
 from particles.io.h5md import read_segments
 from particles.models.collapse import distinct_rows
 from particles.runs import run_to_file
@@ -25,21 +26,6 @@ from particles.runs import run_to_file
 #: the default tolerance).
 RUN = SimulationConfig(n=12, d=3, beta=4.0, integrator="dopri5", rtol=1e-8, dt=0.5,
                        save_every=1, T=20.0, seed=5)
-
-
-def interrupted(path, config: SimulationConfig, frames: int, *, resume: bool = False):
-    """``config`` run (or resumed) into ``path`` until the file holds ``frames`` frames."""
-    before = read_summary(path).frames if resume else 0
-    polls = []
-
-    def should_stop() -> bool:
-        polls.append(1)
-        return before + len(polls) >= frames
-
-    with pytest.raises(RunInterrupted):
-        run_to_file(config, path, resume=resume, flush_interval=0.0, should_stop=should_stop)
-    assert read_summary(path).frames == frames
-    return path
 
 
 def frame_digest(path, frames: int, observables=None) -> str:
