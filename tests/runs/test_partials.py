@@ -19,12 +19,12 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from filetools import partials
+from filetools import partial_with_frames, partials
 from particles_cli.main import cli
 
 from particles.config import SimulationConfig
 from particles.errors import OutputReplacedError, StalePartialWarning
-from particles.io import TrajectoryFileError, load, read_summary
+from particles.io import load, read_summary
 from particles.io.h5md import GroupWriter, TrajectoryWriter
 from particles.runs import run_to_file
 from particles.runs.session import (
@@ -61,24 +61,12 @@ def kill_before_promotion(directory: Path) -> Path:
         cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
     )
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            found = partials(directory)
-            if found and not (directory / "run.h5").exists():
-                try:
-                    if read_summary(found[0]).frames >= 1:
-                        break
-                except TrajectoryFileError:
-                    pass
-            assert p.poll() is None, "the run ended before it could be killed"
-            time.sleep(0.05)
-        else:
-            raise AssertionError("no temporary file with frame 0 appeared")
+        found = partial_with_frames(directory, p)
     finally:
         p.kill()
         p.wait()
     assert not (directory / "run.h5").exists()
-    return found[0]
+    return found
 
 
 def test_resume_adopts_the_partial_of_a_run_killed_before_promotion(tmp_path, reference):
