@@ -99,7 +99,7 @@ class SphereFieldConfig:
         ``3 <= d <= MAX_D`` with ``axisymmetric``.
     lmax : int
         Highest harmonic degree ``>= 4`` (the grid is dealiased: about ``3 lmax / 2``
-        polar nodes, ``3 lmax + 2`` azimuths on S^2).
+        polar nodes, at least ``3 lmax + 2`` azimuths on S^2).
     axisymmetric : bool
         Densities of the polar angle only (:mod:`particles.meanfield.axisymmetric`).
     model : {"usa", "sa"}
