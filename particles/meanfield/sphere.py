@@ -40,6 +40,7 @@ from ducc0.sht import experimental as sht
 from scipy.fft import next_fast_len
 
 from particles.meanfield.sphere_config import SphereFieldConfig, parse_sphere_init
+from particles.meanfield.sphere_tokens import cap_coefficients, uniform_directions
 from particles.meanfield.zonal import funk_hecke
 from particles.seeds import init_rng
 
@@ -215,6 +216,12 @@ class SphereSpace:
             re, im = rng.standard_normal((2, int(sel.sum())))
             coef = np.where(self.m[sel] == 0, re, (re + 1j * im) / math.sqrt(2))
             a[sel] = p["eps"] * unit * coef / math.sqrt(k * (k + 2))
+        elif name == "caps":
+            centres = uniform_directions(p["count"], init_rng(int(config.seed)))
+            a = cap_coefficients(centres, p["kappa"], self.lmax)
+        elif name == "particles":
+            raise ValueError(f"init 'particles' is read from {p['file']}: the session draws "
+                             "it (particles.runs.meanfield.run_meanfield_to_file)")
         elif name == "vonmises":
             st, ct = np.sin(self.theta)[:, None], np.cos(self.theta)[:, None]
             cos_angle = (ct * math.cos(p["theta"])
@@ -224,6 +231,7 @@ class SphereSpace:
         a[0] = unit
         f = self.synthesise(a)
         if not f.min() > 0.0:
+            fix = "raise lmax or lower kappa" if name == "caps" else "lower eps"
             raise ValueError(f"init {config.init!r} is not a positive density "
-                             f"(min {f.min():.3g}): lower eps")
+                             f"(min {f.min():.3g}): {fix}")
         return f
