@@ -56,8 +56,9 @@ from scipy.fft import next_fast_len
 from particles.fields.spectral import locations
 from particles.meanfield.zonal import bessel_ratios
 
-__all__ = ["cap_coefficients", "default_bandwidth", "density_bound", "grid_coefficients",
-           "kde_coefficients", "sample_sphere_density", "uniform_directions"]
+__all__ = ["cap_coefficients", "default_bandwidth", "density_bound", "density_power",
+           "grid_coefficients", "kde_coefficients", "sample_sphere_density",
+           "uniform_directions"]
 
 #: accuracy asked of ducc0's transforms at arbitrary points (it refuses less than 2e-13).
 TRANSFORM_EPS = 1e-12
@@ -203,6 +204,33 @@ def grid_coefficients(rho: ArrayLike, lmax: int) -> np.ndarray:
     cell = sht.get_gridweights("GL", ntheta)[:, None] / nphi
     return sht.adjoint_synthesis_2d(map=(f * cell)[None], spin=0, lmax=lmax, geometry="GL",
                                     nthreads=1)[0]
+
+
+def density_power(rho: ArrayLike, lmax: int) -> np.ndarray:
+    """The normalised degree-l power of a density on S^2, the continuum's
+    :func:`particles.analysis.harmonics.normalized_power`.
+
+    ``Q_l = E_{x, y ~ f} G_l(<x, y>) = sum_m |a_lm|^2 / (4 pi (2l + 1))`` (``G_l = P_l``
+    on S^2; ``m`` of both signs): 1 at ``l = 0`` for unit mass, ``(i_l / i_0)(kappa)^2``
+    for a cap, 0 for ``l >= 1`` of the uniform density.  ``n`` tokens drawn i.i.d. from
+    ``f`` have ``E Q_l = (1 - 1/n) Q_l(f) + 1/n``.
+
+    Parameters
+    ----------
+    rho : array_like, shape (ntheta, nphi)
+        As :func:`grid_coefficients`.
+    lmax : int
+
+    Returns
+    -------
+    ndarray, shape (lmax + 1,)
+    """
+    lmax = _degree(lmax)
+    a = grid_coefficients(rho, lmax)
+    ell = degrees(lmax)
+    twice = np.where(np.arange(ell.size) > lmax, 2.0, 1.0)  # the m > 0 entries follow m = 0
+    power = np.bincount(ell, weights=twice * (a.real**2 + a.imag**2), minlength=lmax + 1)
+    return power / (4 * math.pi * (2 * np.arange(lmax + 1) + 1))
 
 
 def _grid_extremes(alm: np.ndarray, lmax: int) -> tuple[float, float, float]:

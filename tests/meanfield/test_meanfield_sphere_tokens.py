@@ -24,6 +24,7 @@ from particles.meanfield.sphere_tokens import (
     cap_coefficients,
     default_bandwidth,
     density_bound,
+    density_power,
     grid_coefficients,
     kde_coefficients,
     sample_sphere_density,
@@ -130,6 +131,23 @@ def test_drawn_tokens_follow_the_density():
     assert np.abs(x.mean(0) - np.array([0.5, 0, 0.5])).max() > 0.05  # the caps' A(kappa)
     again = sample_sphere_density(rho, L, n // 3, np.random.default_rng(7))
     np.testing.assert_array_equal(again, x[: n // 3])  # a prefix of the longer draw
+
+
+def test_the_power_of_a_density_and_of_its_tokens():
+    """Q_l of a cap is (i_l / i_0)^2; tokens drawn from a density have Q_l near the
+    density's plus 1/n (particles.analysis.harmonics.normalized_power)."""
+    from particles.analysis.harmonics import normalized_power
+
+    c = np.array([[0.6, 0.0, 0.8]])
+    rho = SPACE.synthesise(cap_coefficients(c, 3.0, L))
+    np.testing.assert_allclose(density_power(rho, L), bessel_ratios(0.5, 3.0, L) ** 2,
+                               atol=1e-14)
+    rho = SPACE.synthesise(cap_coefficients(uniform_directions(4, np.random.default_rng(4)),
+                                            5.0, L))
+    n = 20_000
+    x = sample_sphere_density(rho, L, n, np.random.default_rng(6))
+    q, tokens = density_power(rho, 8), normalized_power(x, 8)
+    assert np.abs(tokens - (q + 1 / n))[1:].max() < 4 * np.sqrt(q[1:].max() / n)
 
 
 def test_the_caps_init():
