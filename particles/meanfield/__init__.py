@@ -17,7 +17,9 @@ densities of the polar angle only on S^{d-1} for any d, both configured by
 :class:`~particles.meanfield.sphere_config.SphereFieldConfig` and run by
 :func:`~particles.meanfield.sphere_solver.solve_sphere_frames`;
 :mod:`particles.meanfield.zonal` holds their linear theory (Funk-Hecke, Gegenbauer);
-:mod:`particles.meanfield.sliced` the sliced W1 on S^2 (particles against the continuum).
+:mod:`particles.meanfield.sliced` the sliced W1 on S^2 (particles against the continuum);
+:mod:`particles.meanfield.sphere_tokens` caps, kernel density estimates and draws of tokens
+on S^2 (the two directions between particles and densities there).
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ from particles.meanfield.solver import (
 from particles.meanfield.spectral import velocity
 from particles.meanfield.sphere_config import SphereFieldConfig
 from particles.meanfield.sphere_solver import solve_sphere_frames
+from particles.meanfield.sphere_tokens import (
+    cap_coefficients,
+    density_power,
+    kde_coefficients,
+    sample_sphere_density,
+)
 from particles.meanfield.wasserstein import (
     quantile_angles,
     sample_density,
@@ -65,11 +73,13 @@ __all__ = [
     "MeanFieldConfig",
     "SolverState",
     "SphereFieldConfig",
+    "cap_coefficients",
     "critical_diffusion",
     "critical_diffusion_sphere",
     "critical_noise",
     "density_moment",
     "density_order_parameter",
+    "density_power",
     "dissipation",
     "energy",
     "fastest_mode",
@@ -78,10 +88,12 @@ __all__ = [
     "growth_rate_sphere",
     "incoherent_order",
     "initial_density",
+    "kde_coefficients",
     "make_density",
     "quantile_angles",
     "rho_log_rho",
     "sample_density",
+    "sample_sphere_density",
     "sliced_w1_density",
     "sliced_w1_samples",
     "solve",

@@ -12,7 +12,10 @@ coefficients ``a_lm`` of ``f`` in ducc0's layout (orthonormal on the sphere's
 area, ``m >= 0``, healpy order).  ``K`` is diagonal (Funk-Hecke: ``mu_l``);
 the gradient of the potential is one ``synthesis_2d_deriv1``, the flux
 ``F = f v`` is formed on a Gauss-Legendre grid of ``ntheta = 3 lmax / 2 + 2``
-rings and ``nphi = 3 lmax + 2`` points per ring, and projected by parts,
+rings and ``nphi >= 3 lmax + 2`` points per ring (the next even length with
+prime factors 2, 3 and 5: a prime factor such as lmax = 64's 194 = 2 x 97
+made every ring's FFT, hence every transform, about four times slower), and
+projected by parts,
 ``d_t a_lm = int F . grad Y_lm^* = sqrt(l (l + 1)) E_lm(F)`` (one weighted
 spin-1 adjoint synthesis).  The grid integrates products of degree
 ``3 lmax`` exactly, so for USA (a polynomial flux) the projection has no
@@ -34,8 +37,10 @@ import math
 
 import numpy as np
 from ducc0.sht import experimental as sht
+from scipy.fft import next_fast_len
 
 from particles.meanfield.sphere_config import SphereFieldConfig, parse_sphere_init
+from particles.meanfield.sphere_tokens import cap_coefficients, uniform_directions
 from particles.meanfield.zonal import funk_hecke
 from particles.seeds import init_rng
 
@@ -44,8 +49,12 @@ NTHREADS = 2
 
 
 def grid_size(lmax: int) -> tuple[int, int]:
-    """``(ntheta, nphi)`` of the dealiased Gauss-Legendre grid for ``lmax``."""
-    return (3 * lmax) // 2 + 2, 3 * lmax + 2
+    """``(ntheta, nphi)`` of the dealiased Gauss-Legendre grid for ``lmax``: ``nphi`` the
+    smallest even 5-smooth length ``>= 3 lmax + 2`` (fast FFTs along the rings)."""
+    nphi = next_fast_len(3 * lmax + 2, real=True)
+    while nphi % 2:
+        nphi = next_fast_len(nphi + 1, real=True)
+    return (3 * lmax) // 2 + 2, nphi
 
 
 def degrees(lmax: int) -> tuple[np.ndarray, np.ndarray]:
@@ -207,6 +216,12 @@ class SphereSpace:
             re, im = rng.standard_normal((2, int(sel.sum())))
             coef = np.where(self.m[sel] == 0, re, (re + 1j * im) / math.sqrt(2))
             a[sel] = p["eps"] * unit * coef / math.sqrt(k * (k + 2))
+        elif name == "caps":
+            centres = uniform_directions(p["count"], init_rng(int(config.seed)))
+            a = cap_coefficients(centres, p["kappa"], self.lmax)
+        elif name == "particles":
+            raise ValueError(f"init 'particles' is read from {p['file']}: the session draws "
+                             "it (particles.runs.meanfield.run_meanfield_to_file)")
         elif name == "vonmises":
             st, ct = np.sin(self.theta)[:, None], np.cos(self.theta)[:, None]
             cos_angle = (ct * math.cos(p["theta"])
@@ -216,6 +231,7 @@ class SphereSpace:
         a[0] = unit
         f = self.synthesise(a)
         if not f.min() > 0.0:
+            fix = "raise lmax or lower kappa" if name == "caps" else "lower eps"
             raise ValueError(f"init {config.init!r} is not a positive density "
-                             f"(min {f.min():.3g}): lower eps")
+                             f"(min {f.min():.3g}): {fix}")
         return f

@@ -21,6 +21,17 @@ spec          density
 ``vonmises``  the von Mises-Fisher cap ``exp(kappa <x, mu>)`` about the direction of
               polar angle ``theta`` and azimuth ``phi`` (radians; axisymmetric: the
               pole, ``theta = 0``); defaults ``kappa=1, theta=0, phi=0``
+``caps``      a mixture of ``count`` von Mises-Fisher caps of equal mass and
+              concentration ``kappa`` about centres drawn i.i.d. uniform from the run's
+              seed (S^2 only; exact coefficients,
+              :func:`particles.meanfield.sphere_tokens.cap_coefficients`); defaults
+              ``count=2, kappa=10``
+``particles`` the kernel density estimate of the tokens of a run's first frame on
+              S^2 (``simulate --d 3``; an ensemble pooled):
+              ``particles:file=PATH[,bandwidth=H]``, ``H`` in radians (default 0:
+              ``2 pi / lmax``, :mod:`particles.meanfield.sphere_tokens`).  The session
+              reads the file (:func:`particles.runs.meanfield.run_meanfield_to_file`)
+              and records the bandwidth it used; S^2 only
 ============  ====================================================================
 """
 
@@ -52,10 +63,62 @@ SPHERE_INITS: dict[str, dict[str, tuple[float, type]]] = {
     "perturbed": {"eps": (1e-3, float), "lmax": (16, int)},
     "modes": {"l": (1, int), "m": (0, int), "eps": (1e-3, float)},
     "vonmises": {"kappa": (1.0, float), "theta": (0.0, float), "phi": (0.0, float)},
+    "caps": {"count": (2, int), "kappa": (10.0, float)},
+    "particles": {"file": ("", str), "bandwidth": (0.0, float)},
 }
+
+#: the largest number of caps of ``init="caps"``.
+MAX_CAPS = 10_000
 
 #: the largest ``d`` of the axisymmetric solver (the issue's target is 1024).
 MAX_D = 4096
+
+
+def _modes_rule(p: dict[str, Any], lmax: int, axisymmetric: bool) -> str | None:
+    if not 1 <= p["l"] <= lmax:
+        return f"init 'modes': l must be in 1..lmax = {lmax}, got {p['l']}"
+    if abs(p["m"]) > p["l"]:
+        return f"init 'modes': |m| must be <= l = {p['l']}, got {p['m']}"
+    if axisymmetric and p["m"] != 0:
+        return "init 'modes': the axisymmetric solver takes m = 0 only"
+    return None
+
+
+def _vonmises_rule(p: dict[str, Any], lmax: int, axisymmetric: bool) -> str | None:
+    if p["kappa"] < 0:
+        return f"init 'vonmises': kappa must be >= 0, got {p['kappa']!r}"
+    if axisymmetric and p["theta"] != 0:
+        return "init 'vonmises': the axisymmetric solver takes the cap at the pole (theta = 0)"
+    return None
+
+
+def _caps_rule(p: dict[str, Any], lmax: int, axisymmetric: bool) -> str | None:
+    if not 1 <= p["count"] <= MAX_CAPS:
+        return f"init 'caps': count must be in 1..{MAX_CAPS}, got {p['count']!r}"
+    if not p["kappa"] > 0:
+        return f"init 'caps': kappa must be > 0, got {p['kappa']!r}"
+    return None
+
+
+def _particles_rule(p: dict[str, Any], lmax: int, axisymmetric: bool) -> str | None:
+    if not p["file"]:
+        return "init 'particles' needs file=PATH (a trajectory of d = 3)"
+    if p["bandwidth"] < 0:
+        return f"init 'particles': bandwidth must be >= 0 (0: 2 pi / lmax), got {p['bandwidth']!r}"
+    return None
+
+
+def _eps_rule(p: dict[str, Any], lmax: int, axisymmetric: bool) -> str | None:
+    if p["eps"] < 0:
+        return f"eps must be >= 0, got {p['eps']!r}"
+    if "lmax" in p and p["lmax"] < 1:
+        return f"init 'perturbed': lmax must be >= 1, got {p['lmax']!r}"
+    return None
+
+
+#: name -> the rule on its parameters (a one-line reason, or None).
+_RULES = {"perturbed": _eps_rule, "modes": _modes_rule, "vonmises": _vonmises_rule,
+          "caps": _caps_rule, "particles": _particles_rule}
 
 
 def parse_sphere_init(spec: str, lmax: int, axisymmetric: bool) -> tuple[str, dict[str, Any]]:
@@ -67,24 +130,14 @@ def parse_sphere_init(spec: str, lmax: int, axisymmetric: bool) -> tuple[str, di
         One line naming the problem (unknown name or key, bad value).
     """
     name, params = parse_spec(spec, SPHERE_INITS, " on the sphere")
-    if name in ("perturbed", "modes") and params["eps"] < 0:
-        raise ValueError(f"init {name!r}: eps must be >= 0, got {params['eps']!r}")
-    if name == "perturbed" and params["lmax"] < 1:
-        raise ValueError(f"init 'perturbed': lmax must be >= 1, got {params['lmax']!r}")
-    if name == "modes":
-        if not 1 <= params["l"] <= lmax:
-            raise ValueError(f"init 'modes': l must be in 1..lmax = {lmax}, got {params['l']}")
-        if abs(params["m"]) > params["l"]:
-            raise ValueError(f"init 'modes': |m| must be <= l = {params['l']}, "
-                             f"got {params['m']}")
-        if axisymmetric and params["m"] != 0:
-            raise ValueError("init 'modes': the axisymmetric solver takes m = 0 only")
-    if name == "vonmises":
-        if params["kappa"] < 0:
-            raise ValueError(f"init 'vonmises': kappa must be >= 0, got {params['kappa']!r}")
-        if axisymmetric and params["theta"] != 0:
-            raise ValueError("init 'vonmises': the axisymmetric solver takes the cap at the "
-                             "pole (theta = 0)")
+    if name in ("caps", "particles") and axisymmetric:
+        raise ValueError(f"init {name!r} is on S^2 only (the axisymmetric solver takes "
+                         "'vonmises' at the pole)")
+    why = _eps_rule(params, lmax, axisymmetric) if name == "modes" else None
+    rule = _RULES.get(name)
+    why = why or (rule(params, lmax, axisymmetric) if rule else None)
+    if why:
+        raise ValueError(why if why.startswith("init") else f"init {name!r}: {why}")
     return name, params
 
 
@@ -99,7 +152,7 @@ class SphereFieldConfig:
         ``3 <= d <= MAX_D`` with ``axisymmetric``.
     lmax : int
         Highest harmonic degree ``>= 4`` (the grid is dealiased: about ``3 lmax / 2``
-        polar nodes, ``3 lmax + 2`` azimuths on S^2).
+        polar nodes, at least ``3 lmax + 2`` azimuths on S^2).
     axisymmetric : bool
         Densities of the polar angle only (:mod:`particles.meanfield.axisymmetric`).
     model : {"usa", "sa"}
@@ -113,7 +166,7 @@ class SphereFieldConfig:
     init : str
         Initial density spec (module docstring).
     seed : int
-        Root seed of ``init="perturbed"``.
+        Root seed of ``init="perturbed"`` and ``"caps"``.
     integrator, rtol, atol, dt0, max_steps, positivity
         As :class:`~particles.meanfield.MeanFieldConfig` (``atol`` relative to the
         uniform density 1).
@@ -200,5 +253,5 @@ class SphereFieldConfig:
         return frame_times(self)
 
 
-__all__ = ["MAX_D", "MEANFIELD_INTEGRATORS", "SPHERE_INITS", "SphereFieldConfig",
+__all__ = ["MAX_CAPS", "MAX_D", "MEANFIELD_INTEGRATORS", "SPHERE_INITS", "SphereFieldConfig",
            "parse_sphere_init"]

@@ -34,8 +34,16 @@ def _check_state(config: SphereFieldConfig, state: SolverState, shape) -> Solver
     return SolverState(t=t, rho=rho, dt=h, steps=int(state.steps), rejected=int(state.rejected))
 
 
+def _check_start(space, rho0) -> np.ndarray:
+    rho = np.array(rho0, dtype=np.float64)
+    if rho.shape != tuple(space.grid_shape) or not np.all(np.isfinite(rho)):
+        raise ValueError(f"rho0 must be finite of the grid's shape {tuple(space.grid_shape)}, "
+                         f"got {rho.shape}")
+    return rho
+
+
 def solve_sphere_frames(config: SphereFieldConfig, *, state: SolverState | None = None,
-                        space=None) -> Iterator[DensityFrame]:
+                        space=None, rho0: np.ndarray | None = None) -> Iterator[DensityFrame]:
     """The frames of a solve on S^{d-1}, each yielded as soon as it is computed.
 
     Parameters
@@ -46,6 +54,10 @@ def solve_sphere_frames(config: SphereFieldConfig, *, state: SolverState | None 
         bit the uninterrupted solve.
     space : optional
         A prebuilt :func:`make_space` of ``config``.
+    rho0 : ndarray, optional
+        The initial density on the grid (the space's ``grid_shape``) instead of
+        ``config.init``'s (which ``init="particles"`` needs: the session reads the
+        file); ignored when resuming.
 
     Yields
     ------
@@ -59,12 +71,12 @@ def solve_sphere_frames(config: SphereFieldConfig, *, state: SolverState | None 
         Non-finite density, a vanishing step, ``max_steps`` exceeded, or a loss of
         positivity with ``positivity="raise"``.
     ValueError
-        A ``state`` that does not fit the config.
+        A ``state`` or ``rho0`` that does not fit the config.
     """
     space = make_space(config) if space is None else space
     T = float(config.T)
     if state is None:
-        rho = space.initial(config)
+        rho = space.initial(config) if rho0 is None else _check_start(space, rho0)
         h = float(config.dt0) if config.dt0 is not None else first_step(space, rho, T)
         start = SolverState(t=0.0, rho=rho, dt=h)
     else:

@@ -35,10 +35,10 @@ from particles.io.density import DENSITY, DensitySummary, save_times
 from particles.io.hdf5 import FLUSH_INTERVAL
 from particles.meanfield import MeanFieldConfig, solve_frames
 from particles.meanfield.initial import parse_init
-from particles.meanfield.sphere_config import SphereFieldConfig
+from particles.meanfield.sphere_config import SphereFieldConfig, parse_sphere_init
 from particles.meanfield.sphere_solver import solve_sphere_frames
 from particles.progress import Progress
-from particles.runs.initial import particles_density, particles_spec
+from particles.runs.initial import particles_density, particles_spec, sphere_particles_density
 from particles.runs.session import Resume, Stops, stream
 from particles.runs.session import resume_path as resume_kind
 
@@ -141,18 +141,24 @@ def run_meanfield_to_file(
         raise ValueError("config is required unless resume=True")
     rho0 = None
     sphere = isinstance(config, SphereFieldConfig)
-    if config is not None and not sphere and parse_init(config.init)[0] == "particles":
+    name, params = _init_of(config)
+    if name == "particles":
         # the file records the bandwidth used (and the original command resumes);
         # a new solve reads the tokens before any work
-        config = dataclasses.replace(config, init=particles_spec(config.init, config.modes))
+        config = dataclasses.replace(config, init=particles_spec(
+            config.init, config.lmax if sphere else config.modes, sphere=sphere))
         if not resume:
-            rho0 = particles_density(config.init, int(config.modes))[0]
+            rho0 = (sphere_particles_density(config) if sphere
+                    else particles_density(config.init, int(config.modes)))[0]
 
     def frames(config: MeanFieldConfig | SphereFieldConfig, stored: DensitySummary | None):
         if isinstance(config, SphereFieldConfig):
+            start = rho0
+            if stored is None and start is None and _init_of(config)[0] == "particles":
+                start = sphere_particles_density(config)[0]  # adopted: frame 0 lost
             with Progress(config.T, enabled=progress, label="solving") as bar:
                 for frame in solve_sphere_frames(
-                        config, state=None if stored is None else stored.state()):
+                        config, state=None if stored is None else stored.state(), rho0=start):
                     bar.update(float(frame.time))
                     yield frame
             return
@@ -165,12 +171,19 @@ def run_meanfield_to_file(
                 bar.update(float(frame.time))
                 yield frame
 
-    name, params = parse_init(config.init) if config is not None and not sphere \
-        else (None, {})
     return stream(DENSITY, path, config, frames, stops=STOPS,
                   resume=RESUME if resume else None, overwrite=overwrite,
                   flush_interval=flush_interval, should_stop=should_stop,
                   inputs=[params["file"]] if name == "particles" else [])
+
+
+def _init_of(config: MeanFieldConfig | SphereFieldConfig | None) -> tuple[str | None, dict]:
+    """The name and parameters of a solve's ``init`` (None for a resume without one)."""
+    if config is None:
+        return None, {}
+    if isinstance(config, SphereFieldConfig):
+        return parse_sphere_init(config.init, int(config.lmax), config.axisymmetric)
+    return parse_init(config.init)
 
 
 def _plan(stored: DensitySummary, given: MeanFieldConfig | SphereFieldConfig | None

@@ -457,9 +457,9 @@ def _orthogonal_requires(n: int, d: int) -> str | None:
 
 
 def _density_requires(n: int, d: int) -> str | None:
-    if d != 2:
-        return (f"init must not be 'density:FILE' when d != 2: a density file holds a density "
-                f"on the circle, got d={d}")
+    if d not in (2, 3):
+        return (f"init must not be 'density:FILE' when d != 2 and d != 3: a density file "
+                f"holds a density on the circle or on S^2, got d={d}")
     return None
 
 
@@ -491,8 +491,8 @@ INITIAL_CONDITIONS: dict[str, InitialCondition] = {c.name: c for c in (
                          n, d, mu=_e1(d), kappa=value, rng=rng, batch=batch),
                      parameter="KAPPA", allowed="KAPPA >= 0",
                      accepts=lambda v: math.isfinite(v) and v >= 0),
-    InitialCondition("density", "angles drawn i.i.d. with the seed from the initial density "
-                     "(frame 0) of a mean-field density file (d = 2; density:FILE)", None,
+    InitialCondition("density", "tokens drawn i.i.d. with the seed from the initial density "
+                     "(frame 0) of a mean-field density file (d = 2 or 3; density:FILE)", None,
                      parameter="FILE", allowed="a density file (particles meanfield)",
                      requires=_density_requires, text=True),
     InitialCondition("array", "given positions x0", None),

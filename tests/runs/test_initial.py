@@ -90,7 +90,7 @@ def test_a_missing_or_wrong_density_file_is_refused_before_any_file(field, tmp_p
             run_to_file(SimulationConfig(n=4, d=2, beta=1.0, T=0.1, init=init), out)
         assert not out.exists()
     with pytest.raises(ValueError, match="d != 2"):
-        SimulationConfig(n=4, d=3, beta=1.0, init=f"density:{field}")
+        SimulationConfig(n=4, d=4, beta=1.0, init=f"density:{field}")
 
 
 def test_a_mean_field_solve_starts_from_a_trajectorys_first_frame(tmp_path):
