@@ -100,10 +100,10 @@ FIGURES: dict[str, FigureEntry] = {e.name: e for e in (
                 "circle, steady order parameter against sigma / sigma_c, and mode-1 growth rates"),
     FigureEntry("repulsive", "Figure 11: the repulsive flow V = -I against the regular simplex "
                 "(n = d + 1) and the cross-polytope (n = 2d): energy gap and final inner products"),
-    FigureEntry("meanfield_sphere", "The mean-field PDE on S^2 against 1e5 particles from the "
-                "same start: Mollweide densities beside the tokens' histograms at four times, "
-                "and the degree-l power of both against the linear rates, l* marked"),
-    FigureEntry("noise_sphere", "Noisy particles (two n) and the mean-field PDE on S^2, steady "
+    FigureEntry("meanfield_sphere", "Figure 12: the mean-field PDE on S^2 against 1e5 particles "
+                "from the same start: Mollweide densities beside the tokens' histograms at four "
+                "times, and the degree-l power of both against the linear rates, l* marked"),
+    FigureEntry("noise_sphere", "Figure 13: noisy particles (two n) and the PDE on S^2, steady "
                 "order parameter against sigma / sigma_c with the PDE's D_c, and l = 1 growth "
                 "rates"),
 )}
